@@ -1,0 +1,153 @@
+"""Assignment input and output, modelled on KIP-848's ``PartitionAssignor``.
+
+The spec is columnar: members and topics are addressed by dense indexes, every per-member
+or per-topic field is a tuple, and no object exists per partition. That makes it cheap to
+pickle into a worker process and lets the assignors work on counts and slices.
+
+Build one with :meth:`AssignmentSpec.build` from :class:`MemberSpec` and
+:class:`TopicMetadata` records. The builder establishes the invariants the assignors rely
+on (see :class:`AssignmentSpec`); a spec made any other way should pass :meth:`validate`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TypeAlias
+
+TopicId: TypeAlias = Hashable
+"""A topic id: ``uuid.UUID`` in the coordinator, any hashable value here."""
+
+Partitions: TypeAlias = tuple[int, ...]
+"""Partition numbers, ascending, no duplicates."""
+
+NO_RACK = -1
+"""Index used in :attr:`AssignmentSpec.member_racks` for a member without a rack."""
+
+NO_OFFSET = -1
+"""Value used in :attr:`PartitionOffsets.committed` for a partition without a committed offset."""
+
+
+class AssignmentSpecError(ValueError):
+    """The spec breaks one of its invariants."""
+
+
+@dataclass(frozen=True, slots=True)
+class MemberSpec:
+    """One member, as the coordinator knows it (KIP-848 ``AssignmentMemberSpec``)."""
+
+    member_id: str
+    subscribed_topic_ids: Collection[TopicId]
+    instance_id: str | None = None
+    rack: str | None = None
+    assignment: Mapping[TopicId, Iterable[int]] = field(default_factory=dict)
+    """The member's current target partitions, by topic id."""
+
+
+@dataclass(frozen=True, slots=True)
+class TopicMetadata:
+    """One topic (KIP-848 ``AssignmentTopicMetadata`` plus the partition racks)."""
+
+    topic_id: TopicId
+    name: str
+    partition_count: int
+    partition_racks: Mapping[int, Collection[str]] | Sequence[Collection[str]] | None = None
+    """Racks holding a replica of each partition, by partition number; ``None`` if unknown."""
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionOffsets:
+    """Offsets of one topic's partitions, indexed by partition number (for the lag assignor)."""
+
+    log_start: Sequence[int]
+    log_end: Sequence[int]
+    committed: Sequence[int]
+    """The group's committed offset, or :data:`NO_OFFSET`."""
+
+
+@dataclass(frozen=True, slots=True)
+class GroupAssignment:
+    """The assignor's answer: member id -> topic id -> ascending partitions.
+
+    Every member of the spec is present, possibly with an empty mapping. Partition tuples
+    may be shared between members and topics (they are immutable).
+    """
+
+    members: dict[str, dict[TopicId, Partitions]]
+
+
+@dataclass(frozen=True, slots=True)
+class AssignmentSpec:
+    """Compact assignment input. Index ``m`` is a member, index ``t`` a topic.
+
+    Invariants (established by :meth:`build`, checked by :meth:`validate`):
+
+    * members are ordered by member id and topics by name;
+    * ``subscriptions`` holds each distinct subscription once, as ascending topic indexes;
+      ``member_subscriptions[m]`` points into it;
+    * ``current_topics[m]`` are ascending topic indexes and ``current_partitions[m]`` the
+      matching ascending, in-range, non-empty partition tuples; no partition is held twice;
+    * ``partition_racks`` is empty or has one entry per topic: ``None`` (no rack data) or a
+      tuple of indexes into ``rack_sets``, one per partition; ``topic_common_racks[t]`` is
+      the set of racks holding every partition of ``t`` (``None`` without rack data);
+    * ``lags`` and ``offsets`` are empty or have one (possibly ``None``) entry per topic.
+    """
+
+    member_ids: tuple[str, ...]
+    instance_ids: tuple[str | None, ...]
+    member_racks: tuple[int, ...]
+    member_subscriptions: tuple[int, ...]
+    subscriptions: tuple[tuple[int, ...], ...]
+    current_topics: tuple[tuple[int, ...], ...]
+    current_partitions: tuple[tuple[Partitions, ...], ...]
+    topic_ids: tuple[TopicId, ...]
+    topic_names: tuple[str, ...]
+    partition_counts: tuple[int, ...]
+    racks: tuple[str, ...] = ()
+    rack_sets: tuple[frozenset[int], ...] = ()
+    partition_racks: tuple[tuple[int, ...] | None, ...] = ()
+    topic_common_racks: tuple[frozenset[int] | None, ...] = ()
+    lags: tuple[tuple[int, ...] | None, ...] = ()
+    offsets: tuple[PartitionOffsets | None, ...] = ()
+    options: tuple[tuple[str, str], ...] = ()
+    """Per-call assignor options (broker or group config name -> value)."""
+
+    @property
+    def member_count(self) -> int:
+        return len(self.member_ids)
+
+    @property
+    def topic_count(self) -> int:
+        return len(self.topic_ids)
+
+    def option(self, name: str, default: str | None = None) -> str | None:
+        for key, value in self.options:
+            if key == name:
+                return value
+        return default
+
+    @classmethod
+    def build(
+        cls,
+        members: Iterable[MemberSpec],
+        topics: Iterable[TopicMetadata],
+        *,
+        lags: Mapping[TopicId, Sequence[int]] | None = None,
+        offsets: Mapping[TopicId, PartitionOffsets] | None = None,
+        options: Mapping[str, object] | None = None,
+    ) -> AssignmentSpec:
+        """Index members and topics, drop what cannot be valid, and intern shared tuples.
+
+        Subscriptions to unknown topics are ignored. Current partitions of unknown topics or
+        beyond the partition count are dropped, and a partition claimed by two members stays
+        with the first one in member-id order.
+        """
+        from assignors._builder import build_spec
+
+        return build_spec(cls, members, topics, lags=lags, offsets=offsets, options=options)
+
+    def validate(self) -> None:
+        """Raise :class:`AssignmentSpecError` if an invariant does not hold."""
+        from assignors._builder import validate_spec
+
+        validate_spec(self)

@@ -1,0 +1,39 @@
+"""The ``uniform`` assignor: balanced, sticky, rack-aware, solved component by component."""
+
+from __future__ import annotations
+
+from assignors.base import PartitionAssignor
+from assignors.spec import AssignmentSpec, GroupAssignment, Partitions, TopicId
+from assignors.structure import components
+from assignors.uniform_heterogeneous import assign_heterogeneous
+from assignors.uniform_homogeneous import assign_homogeneous
+
+
+class UniformAssignor(PartitionAssignor):
+    """Spreads partitions evenly over members, moving as few as balance requires.
+
+    The group is split into components that share no topic; a component whose members all
+    have the same subscription is solved by arithmetic on counts (member partition counts
+    differ by at most one), any other by greedy hand-out plus balancing moves (no holder of
+    a topic ends more than one partition above any subscriber of that topic).
+    """
+
+    name = "uniform"
+
+    def assign(self, spec: AssignmentSpec) -> GroupAssignment:
+        out: dict[str, dict[TopicId, Partitions]] = {}
+        for comp in components(spec):
+            if comp.homogeneous:
+                assign_homogeneous(spec, comp.members, comp.topics, out)
+            else:
+                assign_heterogeneous(spec, comp, out)
+        return GroupAssignment(complete(spec, out))
+
+
+def complete(
+    spec: AssignmentSpec, out: dict[str, dict[TopicId, Partitions]]
+) -> dict[str, dict[TopicId, Partitions]]:
+    """Every member in member order, with an empty mapping if it got nothing."""
+    if len(out) == spec.member_count:
+        return out
+    return {m: out.get(m) or {} for m in spec.member_ids}

@@ -1,0 +1,291 @@
+"""Uniform assignment of a component whose members all subscribe to the same topics.
+
+Everything is arithmetic on counts: with ``P`` partitions and ``N`` members, every member
+gets ``P // N`` and ``P % N`` members get one more. The extra slots go first to members
+that already hold more than the floor, so the number of moved partitions is the minimum
+any balanced assignment needs. Members over their quota shed partitions (rack-mismatched
+ones first, then from the end), and members under it take contiguous runs from a pool of
+free partitions (rack-matched ones first). Free partitions are kept as ranges, never as
+one object per partition, unless rack matching needs to look at each of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from assignors.racks import matches, rack_aware
+from assignors.spec import NO_RACK, AssignmentSpec, Partitions, TopicId
+
+Segment = tuple[int, Sequence[int]]
+"""A run of free partitions of one topic: (topic index, ascending partitions)."""
+
+
+def assign_homogeneous(
+    spec: AssignmentSpec,
+    members: Sequence[int],
+    topics: Sequence[int],
+    out: dict[str, dict[TopicId, Partitions]],
+) -> None:
+    """Assign ``topics`` to ``members`` (all subscribed to exactly ``topics``) into ``out``."""
+    counts = spec.partition_counts
+    topic_id = spec.topic_ids.__getitem__
+    member_ids = spec.member_ids
+    cur_topics = spec.current_topics
+    cur_parts = spec.current_partitions
+    total = sum(map(counts.__getitem__, topics))
+    n = len(members)
+    if total == 0:
+        for m in members:
+            out[member_ids[m]] = {}
+        return
+    q, r = divmod(total, n)
+    topic_set = frozenset(topics)
+
+    kept_topics: list[Sequence[int]] = []
+    kept_parts: list[Sequence[Partitions]] = []
+    cnt: list[int] = []
+    clean = True
+    for m in members:
+        ts = cur_topics[m]
+        if not ts:
+            kept_topics.append(ts)
+            kept_parts.append(())
+            cnt.append(0)
+            continue
+        ps = cur_parts[m]
+        if not topic_set.issuperset(ts):
+            clean = False
+            pairs = [(t, p) for t, p in zip(ts, ps, strict=True) if t in topic_set]
+            ts = tuple(t for t, _ in pairs)
+            ps = tuple(p for _, p in pairs)
+        kept_topics.append(ts)
+        kept_parts.append(ps)
+        cnt.append(sum(map(len, ps)))
+    held_total = sum(cnt)
+
+    quota = _quotas(cnt, q, r)
+    if held_total == total and clean and cnt == quota:
+        for i, m in enumerate(members):
+            out[member_ids[m]] = dict(zip(map(topic_id, kept_topics[i]), kept_parts[i], strict=True))
+        return
+
+    use_racks = rack_aware(spec, members, topics)
+    pool: list[Segment] = []
+    if held_total < total:
+        pool.extend(_unheld(counts, topics, kept_topics, kept_parts, held_total == 0))
+    for i in range(n):
+        excess = cnt[i] - quota[i]
+        if excess > 0:
+            if use_racks:
+                ts, ps = _shed_by_rack(spec, members[i], kept_topics[i], kept_parts[i], excess, pool)
+            else:
+                ts, ps = _shed_tail(kept_topics[i], kept_parts[i], excess, pool)
+            kept_topics[i], kept_parts[i] = ts, ps
+            cnt[i] = quota[i]
+
+    needy = [i for i in range(n) if cnt[i] < quota[i]]
+    if use_racks:
+        grants = _fill_by_rack(spec, members, needy, cnt, quota, pool)
+    else:
+        grants = _fill_runs(needy, cnt, quota, pool)
+
+    for i, m in enumerate(members):
+        assignment = dict(zip(map(topic_id, kept_topics[i]), kept_parts[i], strict=True))
+        for t, parts in grants.get(i, ()):
+            key = topic_id(t)
+            old = assignment.get(key)
+            assignment[key] = parts if old is None else tuple(sorted(old + parts))
+        out[member_ids[m]] = assignment
+
+
+def _quotas(cnt: list[int], q: int, r: int) -> list[int]:
+    """Per-member quota: ``q``, plus one for ``r`` members, first those holding more than ``q``."""
+    quota = [q] * len(cnt)
+    if r:
+        extras = r
+        for i, c in enumerate(cnt):
+            if c > q:
+                quota[i] = q + 1
+                extras -= 1
+                if not extras:
+                    return quota
+        for i, c in enumerate(cnt):
+            if c <= q:
+                quota[i] = q + 1
+                extras -= 1
+                if not extras:
+                    break
+    return quota
+
+
+def _unheld(
+    counts: Sequence[int],
+    topics: Sequence[int],
+    kept_topics: list[Sequence[int]],
+    kept_parts: list[Sequence[Partitions]],
+    nothing_held: bool,
+) -> list[Segment]:
+    if nothing_held:
+        return [(t, range(counts[t])) for t in topics if counts[t]]
+    held: dict[int, list[Partitions]] = {}
+    for ts, ps in zip(kept_topics, kept_parts, strict=True):
+        for t, p in zip(ts, ps, strict=True):
+            held.setdefault(t, []).append(p)
+    segments: list[Segment] = []
+    for t in topics:
+        n = counts[t]
+        parts = held.get(t)
+        if parts is None:
+            if n:
+                segments.append((t, range(n)))
+            continue
+        size = sum(map(len, parts))
+        if size == n:
+            continue
+        taken: set[int] = set()
+        for p in parts:
+            taken.update(p)
+        segments.append((t, [p for p in range(n) if p not in taken]))
+    return segments
+
+
+def _shed_tail(
+    ts: Sequence[int], ps: Sequence[Partitions], excess: int, pool: list[Segment]
+) -> tuple[list[int], list[Partitions]]:
+    topics, parts = list(ts), list(ps)
+    while excess:
+        t, p = topics[-1], parts[-1]
+        if len(p) <= excess:
+            pool.append((t, p))
+            topics.pop()
+            parts.pop()
+            excess -= len(p)
+        else:
+            pool.append((t, p[-excess:]))
+            parts[-1] = p[:-excess]
+            excess = 0
+    return topics, parts
+
+
+def _shed_by_rack(
+    spec: AssignmentSpec,
+    member: int,
+    ts: Sequence[int],
+    ps: Sequence[Partitions],
+    excess: int,
+    pool: list[Segment],
+) -> tuple[list[int], list[Partitions]]:
+    """Shed mismatched partitions first, then from the tail."""
+    keep: dict[int, list[int]] = {}
+    for t, p in zip(ts, ps, strict=True):
+        good = []
+        for x in p:
+            if excess and not matches(spec, member, t, x):
+                pool.append((t, (x,)))
+                excess -= 1
+            else:
+                good.append(x)
+        if good:
+            keep[t] = good
+    topics = list(keep)
+    parts = [tuple(v) for v in keep.values()]
+    if excess:
+        return _shed_tail(topics, parts, excess, pool)
+    return topics, parts
+
+
+def _fill_runs(
+    needy: list[int], cnt: list[int], quota: list[int], pool: list[Segment]
+) -> dict[int, list[tuple[int, Partitions]]]:
+    """Hand out the pool in order, as contiguous runs, to the members under quota."""
+    grants: dict[int, list[tuple[int, Partitions]]] = {}
+    cache: dict[range, Partitions] = {}
+    seg = 0
+    off = 0
+    for i in needy:
+        need = quota[i] - cnt[i]
+        pieces: list[tuple[int, Partitions]] = []
+        while need:
+            t, seq = pool[seg]
+            take = min(len(seq) - off, need)
+            chunk = seq[off:off + take]
+            if isinstance(chunk, range):
+                tup = cache.get(chunk)
+                if tup is None:
+                    tup = cache[chunk] = tuple(chunk)
+            else:
+                tup = tuple(chunk)
+            pieces.append((t, tup))
+            need -= take
+            off += take
+            if off == len(seq):
+                seg += 1
+                off = 0
+        grants[i] = _merge(pieces)
+    return grants
+
+
+def _merge(pieces: list[tuple[int, Partitions]]) -> list[tuple[int, Partitions]]:
+    if len(pieces) < 2:
+        return pieces
+    by_topic: dict[int, Partitions] = {}
+    for t, p in pieces:
+        old = by_topic.get(t)
+        by_topic[t] = p if old is None else old + p
+    return [(t, p if _ascending(p) else tuple(sorted(p))) for t, p in by_topic.items()]
+
+
+def _ascending(p: Partitions) -> bool:
+    return all(a < b for a, b in zip(p, p[1:]))
+
+
+def _fill_by_rack(
+    spec: AssignmentSpec,
+    members: Sequence[int],
+    needy: list[int],
+    cnt: list[int],
+    quota: list[int],
+    pool: list[Segment],
+) -> dict[int, list[tuple[int, Partitions]]]:
+    """Give each free partition to a needy member on one of its replicas' racks if any."""
+    need = {i: quota[i] - cnt[i] for i in needy}
+    queues: dict[int, list[int]] = {}
+    for i in needy:
+        rack = spec.member_racks[members[i]]
+        if rack != NO_RACK:
+            queues.setdefault(rack, []).append(i)
+    heads = dict.fromkeys(queues, 0)
+    rack_lists = [sorted(s) for s in spec.rack_sets]
+    partition_racks = spec.partition_racks
+    got: dict[int, list[tuple[int, int]]] = {i: [] for i in needy}
+    leftover: list[tuple[int, int]] = []
+    for t, seq in pool:
+        prs = partition_racks[t]
+        for p in seq:
+            chosen = -1
+            if prs is not None:
+                for rack in rack_lists[prs[p]]:
+                    queue = queues.get(rack)
+                    if queue is not None and heads[rack] < len(queue):
+                        chosen = queue[heads[rack]]
+                        need[chosen] -= 1
+                        if not need[chosen]:
+                            heads[rack] += 1
+                        break
+            if chosen < 0:
+                leftover.append((t, p))
+            else:
+                got[chosen].append((t, p))
+    k = 0
+    for i in needy:
+        while need[i]:
+            got[i].append(leftover[k])
+            k += 1
+            need[i] -= 1
+    grants: dict[int, list[tuple[int, Partitions]]] = {}
+    for i, pairs in got.items():
+        by_topic: dict[int, list[int]] = {}
+        for t, p in pairs:
+            by_topic.setdefault(t, []).append(p)
+        grants[i] = [(t, tuple(sorted(ps))) for t, ps in by_topic.items()]
+    return grants

@@ -1,0 +1,33 @@
+"""One module per Kafka API; ``build_registry`` puts them in the table ApiVersions advertises."""
+
+from __future__ import annotations
+
+from protocol import ApiKey
+
+from . import (
+    api_versions,
+    create_partitions,
+    create_topics,
+    delete_topics,
+    describe_cluster,
+    describe_configs,
+    find_coordinator,
+    metadata,
+)
+from .context import RequestContext
+from .registry import ApiRegistry, ApiSpec
+
+__all__ = ["ApiRegistry", "ApiSpec", "RequestContext", "build_registry"]
+
+
+def build_registry() -> ApiRegistry:
+    registry = ApiRegistry()
+    registry.register(ApiKey.API_VERSIONS, 0, 4, api_versions.make_handler(registry))
+    registry.register(ApiKey.METADATA, 0, 13, metadata.handle)
+    registry.register(ApiKey.FIND_COORDINATOR, 0, 6, find_coordinator.handle)
+    registry.register(ApiKey.CREATE_TOPICS, 2, 7, create_topics.handle)
+    registry.register(ApiKey.DELETE_TOPICS, 1, 6, delete_topics.handle)
+    registry.register(ApiKey.CREATE_PARTITIONS, 0, 3, create_partitions.handle)
+    registry.register(ApiKey.DESCRIBE_CLUSTER, 0, 2, describe_cluster.handle)
+    registry.register(ApiKey.DESCRIBE_CONFIGS, 1, 4, describe_configs.handle)
+    return registry

@@ -1,0 +1,32 @@
+"""What a handler gets: the request header, the schema of its version, and the broker."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+from protocol import RequestHeader, Schema, make
+
+from ..broker import Broker
+
+
+@dataclass(slots=True)
+class RequestContext:
+    header: RequestHeader
+    schema: Schema
+    broker: Broker
+    connection_id: str
+
+    @property
+    def version(self) -> int:
+        return self.header.api_version
+
+    def respond(self, **fields: Any) -> Any:
+        """The response of this request's version, from every field the handler knows."""
+        return make(self.schema.response_type, **fields)
+
+    def nested(self, struct: str, /, **fields: Any) -> Any:
+        """A nested response struct (e.g. ``MetadataResponseTopic``) of this version."""
+        module = sys.modules[self.schema.response_type.__module__]
+        return make(getattr(module, struct), **fields)

@@ -1,0 +1,34 @@
+"""CreatePartitions v0-v3."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from protocol import ErrorCode
+
+from ..topic_admin import TopicError, add_partitions
+from .context import RequestContext
+
+
+def handle(ctx: RequestContext, request: Any) -> Any:
+    counts = Counter(topic.name for topic in request.topics)
+    results = []
+    for topic in request.topics:
+        if counts[topic.name] > 1:
+            results.append(ctx.nested("CreatePartitionsTopicResult", name=topic.name,
+                                      error_code=ErrorCode.invalid_request,
+                                      error_message="Duplicate topic in request."))
+            continue
+        assignments = (None if topic.assignments is None
+                       else [tuple(a.broker_ids) for a in topic.assignments])
+        try:
+            add_partitions(ctx.broker, topic.name, topic.count, assignments,
+                           bool(request.validate_only))
+        except TopicError as exc:
+            results.append(ctx.nested("CreatePartitionsTopicResult", name=topic.name,
+                                      error_code=exc.code, error_message=exc.message))
+            continue
+        results.append(ctx.nested("CreatePartitionsTopicResult", name=topic.name,
+                                  error_code=ErrorCode.none, error_message=None))
+    return ctx.respond(results=tuple(results))

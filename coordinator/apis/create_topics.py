@@ -1,0 +1,57 @@
+"""CreateTopics v2-v7."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from protocol import ErrorCode
+
+from ..config.definitions import TOPIC_CONFIGS
+from ..topic_admin import TopicError, create_topic
+from .context import RequestContext
+
+DEFAULT_CONFIG, DYNAMIC_TOPIC_CONFIG = 5, 1
+
+
+def _config_entries(ctx: RequestContext, overrides: dict[str, str]) -> tuple[Any, ...]:
+    entries = []
+    for definition in TOPIC_CONFIGS:
+        if definition.name in overrides:
+            value, source = overrides[definition.name], DYNAMIC_TOPIC_CONFIG
+        else:
+            value, source = definition.render(definition.default), DEFAULT_CONFIG
+        entries.append(ctx.nested("CreatableTopicConfigs", name=definition.name, value=value,
+                                  read_only=False, config_source=source, is_sensitive=False))
+    return tuple(entries)
+
+
+def handle(ctx: RequestContext, request: Any) -> Any:
+    counts = Counter(topic.name for topic in request.topics)
+    duplicates = sorted(name for name, count in counts.items() if count > 1)
+    results = []
+    for topic in request.topics:
+        if topic.name in duplicates:
+            results.append(ctx.nested(
+                "CreatableTopicResult", name=topic.name, error_code=ErrorCode.invalid_request,
+                error_message=f"Create topics request from client `{ctx.header.client_id}` "
+                f"contains multiple entries for the following topics: {', '.join(duplicates)}",
+                num_partitions=-1, replication_factor=-1, configs=None))
+            continue
+        try:
+            created, partitions, replication, configs = create_topic(
+                ctx.broker, topic.name, topic.num_partitions, topic.replication_factor,
+                [(a.partition_index, tuple(a.broker_ids)) for a in topic.assignments],
+                {c.name: c.value for c in topic.configs}, bool(request.validate_only))
+        except TopicError as exc:
+            results.append(ctx.nested(
+                "CreatableTopicResult", name=topic.name, error_code=exc.code,
+                error_message=exc.message, num_partitions=-1, replication_factor=-1,
+                configs=None))
+            continue
+        results.append(ctx.nested(
+            "CreatableTopicResult", name=topic.name,
+            topic_id=created.topic_id if created else None, error_code=ErrorCode.none,
+            error_message=None, num_partitions=partitions, replication_factor=replication,
+            configs=_config_entries(ctx, configs) if ctx.version >= 5 else None))
+    return ctx.respond(topics=tuple(results))

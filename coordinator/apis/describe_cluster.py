@@ -1,0 +1,35 @@
+"""DescribeCluster v0-v2."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from protocol import ErrorCode
+
+from .context import RequestContext
+
+BROKERS_ENDPOINT = 1
+# ALTER, ALTER_CONFIGS, CLUSTER_ACTION, CREATE, DESCRIBE, DESCRIBE_CONFIGS, IDEMPOTENT_WRITE.
+CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
+OMITTED = -(2**31)
+
+
+def handle(ctx: RequestContext, request: Any) -> Any:
+    broker = ctx.broker
+    endpoint_type = getattr(request, "endpoint_type", BROKERS_ENDPOINT)
+    if endpoint_type != BROKERS_ENDPOINT:
+        return ctx.respond(error_code=ErrorCode.unsupported_endpoint_type,
+                           error_message="The request was sent to an endpoint of type BROKER, "
+                           f"but we wanted an endpoint of type {endpoint_type}",
+                           endpoint_type=endpoint_type, cluster_id=broker.cluster_id,
+                           controller_id=-1, brokers=(),
+                           cluster_authorized_operations=OMITTED)
+    brokers = (ctx.nested("DescribeClusterBroker", broker_id=broker.node_id,
+                          host=broker.endpoint.host, port=broker.endpoint.port, rack=broker.rack,
+                          is_fenced=False),)
+    return ctx.respond(
+        error_code=ErrorCode.none, error_message=None, endpoint_type=BROKERS_ENDPOINT,
+        cluster_id=broker.cluster_id, controller_id=broker.node_id, brokers=brokers,
+        cluster_authorized_operations=CLUSTER_OPERATIONS
+        if request.include_cluster_authorized_operations else OMITTED,
+    )

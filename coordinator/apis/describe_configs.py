@@ -1,0 +1,107 @@
+"""DescribeConfigs v1-v4 for the BROKER and TOPIC resource types."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from protocol import ErrorCode
+
+from ..config import ConfigDef
+from ..config.definitions import TOPIC_CONFIGS
+from ..config.model import ConfigType
+from ..topic_names import InvalidTopicName, validate_topic_name
+from .context import RequestContext
+
+TOPIC, BROKER = 2, 4
+DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
+
+
+class ResourceError(Exception):
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def _entry(ctx: RequestContext, request: Any, definition: ConfigDef, value: str | None,
+           source: int, read_only: bool) -> Any:
+    synonyms = ()
+    if request.include_synonyms:
+        synonyms = (ctx.nested("DescribeConfigsSynonym", name=definition.name, value=value,
+                               source=source),)
+    return ctx.nested(
+        "DescribeConfigsResourceResult", name=definition.name, value=value, read_only=read_only,
+        config_source=source, is_sensitive=definition.type is ConfigType.PASSWORD,
+        synonyms=synonyms, config_type=int(definition.type),
+        documentation=definition.doc if getattr(request, "include_documentation", False)
+        else None,
+    )
+
+
+def _wanted(definitions: Iterable[ConfigDef], keys: tuple[str, ...] | None) -> list[ConfigDef]:
+    if keys is None:
+        return list(definitions)
+    wanted = set(keys)
+    return [d for d in definitions if d.name in wanted]
+
+
+def _broker_configs(ctx: RequestContext, request: Any, resource: Any) -> list[Any]:
+    broker = ctx.broker
+    if resource.resource_name == "":
+        return []  # no dynamic cluster-wide defaults are set on this node
+    if resource.resource_name != str(broker.node_id):
+        raise ResourceError(ErrorCode.invalid_request,
+                            f"Unexpected broker id, expected {broker.node_id} or empty string, "
+                            f"but received {resource.resource_name}")
+    config = broker.config
+    entries = []
+    for definition in _wanted((config.definition(n) for n, _ in config.items()),
+                              resource.configuration_keys):
+        source = STATIC_BROKER_CONFIG if definition.name in config.explicit else DEFAULT_CONFIG
+        entries.append(_entry(ctx, request, definition, definition.render(config[definition.name]),
+                              source, read_only=True))
+    return entries
+
+
+def _topic_configs(ctx: RequestContext, request: Any, resource: Any) -> list[Any]:
+    try:
+        validate_topic_name(resource.resource_name)
+    except InvalidTopicName as exc:
+        raise ResourceError(ErrorCode.invalid_topic_exception, str(exc)) from None
+    topic = ctx.broker.image.topic(resource.resource_name)
+    if topic is None:
+        raise ResourceError(ErrorCode.unknown_topic_or_partition,
+                            f"The topic '{resource.resource_name}' does not exist.")
+    entries = []
+    for definition in _wanted(TOPIC_CONFIGS, resource.configuration_keys):
+        if definition.name in topic.configs:
+            value, source = topic.configs[definition.name], DYNAMIC_TOPIC_CONFIG
+        else:
+            value, source = definition.render(definition.default), DEFAULT_CONFIG
+        entries.append(_entry(ctx, request, definition, value, source, read_only=False))
+    return entries
+
+
+_BY_TYPE = {BROKER: _broker_configs, TOPIC: _topic_configs}
+
+
+def handle(ctx: RequestContext, request: Any) -> Any:
+    results = []
+    for resource in request.resources:
+        describe = _BY_TYPE.get(resource.resource_type)
+        try:
+            if describe is None:
+                raise ResourceError(ErrorCode.invalid_request,
+                                    f"Unsupported resource type: {resource.resource_type}")
+            configs = describe(ctx, request, resource)
+        except ResourceError as exc:
+            results.append(ctx.nested("DescribeConfigsResult", error_code=exc.code,
+                                      error_message=exc.message,
+                                      resource_type=resource.resource_type,
+                                      resource_name=resource.resource_name, configs=()))
+            continue
+        results.append(ctx.nested("DescribeConfigsResult", error_code=ErrorCode.none,
+                                  error_message=None, resource_type=resource.resource_type,
+                                  resource_name=resource.resource_name, configs=tuple(configs)))
+    return ctx.respond(results=tuple(results))

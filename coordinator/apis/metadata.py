@@ -1,0 +1,93 @@
+"""Metadata: this node is the only broker and leads every partition."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from protocol import ErrorCode
+
+from ..metadata_image import TopicImage
+from ..topic_admin import TopicError, create_topic
+from ..topic_names import InvalidTopicName, validate_topic_name
+from .context import RequestContext
+
+AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
+# READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS: no ACLs here.
+TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
+LEADER_EPOCH = 0
+
+
+def _topic_entry(ctx: RequestContext, topic: TopicImage, include_ops: bool) -> Any:
+    node = ctx.broker.node_id
+    partitions = tuple(
+        ctx.nested("MetadataResponsePartition", error_code=ErrorCode.none, partition_index=index,
+                   leader_id=node, leader_epoch=LEADER_EPOCH, replica_nodes=(node,),
+                   isr_nodes=(node,), offline_replicas=())
+        for index in range(topic.partitions)
+    )
+    return ctx.nested(
+        "MetadataResponseTopic", error_code=ErrorCode.none, name=topic.name,
+        topic_id=topic.topic_id, is_internal=topic.is_internal, partitions=partitions,
+        topic_authorized_operations=TOPIC_OPERATIONS if include_ops
+        else AUTHORIZED_OPERATIONS_OMITTED,
+    )
+
+
+def _error_entry(ctx: RequestContext, name: str | None, code: ErrorCode, topic_id: Any = None,
+                 ) -> Any:
+    return ctx.nested("MetadataResponseTopic", error_code=code, name=name, topic_id=topic_id,
+                      partitions=(), topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED)
+
+
+def _wants_all_topics(ctx: RequestContext, request: Any) -> bool:
+    # v0: an empty list means all topics; v1+: null means all, empty means none.
+    if ctx.version == 0:
+        return not request.topics
+    return request.topics is None
+
+
+def handle(ctx: RequestContext, request: Any) -> Any:
+    broker = ctx.broker
+    image = broker.image
+    include_ops = bool(getattr(request, "include_topic_authorized_operations", False))
+    # v0-v3 have no flag: those versions always auto-create.
+    allow_auto = getattr(request, "allow_auto_topic_creation", True)
+    entries: list[Any] = []
+    if _wants_all_topics(ctx, request):
+        entries = [_topic_entry(ctx, t, include_ops) for t in image.topics()]
+    else:
+        for wanted in request.topics:
+            topic_id = getattr(wanted, "topic_id", None)
+            if wanted.name is None and topic_id is not None and topic_id.int != 0:
+                found = image.topic_by_id(topic_id)
+                entries.append(_topic_entry(ctx, found, include_ops) if found else
+                               _error_entry(ctx, None, ErrorCode.unknown_topic_id, topic_id))
+                continue
+            entries.append(_named_entry(ctx, wanted.name, allow_auto, include_ops))
+    node = broker.node_id
+    brokers = (ctx.nested("MetadataResponseBroker", node_id=node, host=broker.endpoint.host,
+                          port=broker.endpoint.port, rack=broker.rack),)
+    return ctx.respond(brokers=brokers, cluster_id=broker.cluster_id, controller_id=node,
+                       topics=tuple(entries), error_code=ErrorCode.none,
+                       cluster_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED)
+
+
+def _named_entry(ctx: RequestContext, name: str | None, allow_auto: bool,
+                 include_ops: bool) -> Any:
+    broker = ctx.broker
+    try:
+        validate_topic_name(name)
+    except InvalidTopicName:
+        return _error_entry(ctx, name, ErrorCode.invalid_topic_exception)
+    assert name is not None
+    topic = broker.image.topic(name)
+    if topic is not None:
+        return _topic_entry(ctx, topic, include_ops)
+    if not (allow_auto and broker.config["auto.create.topics.enable"]):
+        return _error_entry(ctx, name, ErrorCode.unknown_topic_or_partition)
+    try:
+        created, *_ = create_topic(broker, name, -1, -1)
+    except TopicError as exc:
+        return _error_entry(ctx, name, exc.code)
+    assert created is not None
+    return _topic_entry(ctx, created, include_ops)

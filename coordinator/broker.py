@@ -1,0 +1,36 @@
+"""What every API handler may read: this node, its config, the cluster id, the metadata image."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .clock import Clock, SystemClock
+from .config import ServerConfig
+from .metadata_image import MetadataImage
+
+
+@dataclass(slots=True)
+class Endpoint:
+    host: str
+    port: int
+
+
+class Broker:
+    """The single node of this cluster: it is the leader of every partition and every group's
+    coordinator."""
+
+    def __init__(self, config: ServerConfig, cluster_id: str, image: MetadataImage | None = None,
+                 clock: Clock | None = None) -> None:
+        self.config = config
+        self.node_id: int = config["node.id"]
+        self.rack: str | None = config["broker.rack"]
+        self.cluster_id = cluster_id
+        self.image = image if image is not None else MetadataImage()
+        self.clock = clock or SystemClock()
+        advertised = config.advertised_listeners[0]
+        self.endpoint = Endpoint(advertised.host or "127.0.0.1", advertised.port)
+
+    def bound_to(self, port: int) -> None:
+        """Called once the listener is bound: port 0 in the config means "the one we got"."""
+        if self.endpoint.port == 0:
+            self.endpoint.port = port

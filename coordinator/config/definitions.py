@@ -1,0 +1,213 @@
+"""Every broker and topic config we know: Kafka's names, types, defaults and bounds.
+
+Group-coordinator keys come from KIP-848 (seed 003), assignment batching and offload (seed 000),
+offset expiration (seed 002) and Kafka's ``GroupCoordinatorConfig``; defined here even where a
+later feature is the first to read them.
+"""
+
+from __future__ import annotations
+
+from .model import INT_MAX, LONG_MAX, ConfigDef, ConfigType, Importance
+
+INT, LONG, SHORT, BOOL, STRING, LIST, DOUBLE = (
+    ConfigType.INT,
+    ConfigType.LONG,
+    ConfigType.SHORT,
+    ConfigType.BOOLEAN,
+    ConfigType.STRING,
+    ConfigType.LIST,
+    ConfigType.DOUBLE,
+)
+
+
+def _group_protocol_family(kind: str, max_size: int, max_size_bounds: tuple[int, int | None]):
+    """The session/heartbeat/size/assignment keys each group type (consumer, share, streams) has."""
+    lo, hi = max_size_bounds
+    return [
+        ConfigDef(f"group.{kind}.session.timeout.ms", INT, 45000,
+                  f"The timeout to detect client failures when using the {kind} group protocol.",
+                  at_least=1),
+        ConfigDef(f"group.{kind}.min.session.timeout.ms", INT, 45000,
+                  "The minimum allowed session timeout for registered consumers.", at_least=1),
+        ConfigDef(f"group.{kind}.max.session.timeout.ms", INT, 60000,
+                  "The maximum allowed session timeout for registered consumers.", at_least=1),
+        ConfigDef(f"group.{kind}.heartbeat.interval.ms", INT, 5000,
+                  "The heartbeat interval given to the members.", at_least=1),
+        ConfigDef(f"group.{kind}.min.heartbeat.interval.ms", INT, 5000,
+                  "The minimum heartbeat interval for registered consumers.", at_least=1),
+        ConfigDef(f"group.{kind}.max.heartbeat.interval.ms", INT, 15000,
+                  "The maximum heartbeat interval for registered consumers.", at_least=1),
+        ConfigDef(f"group.{kind}.max.size", INT, max_size,
+                  f"The maximum number of members that a single {kind} group can accommodate.",
+                  at_least=lo, at_most=hi),
+        ConfigDef(f"group.{kind}.assignment.interval.ms", INT, 1000,
+                  f"The interval between assignment updates for a {kind} group.", at_least=0),
+        ConfigDef(f"group.{kind}.min.assignment.interval.ms", INT, 0,
+                  f"The minimum interval between assignment updates for a {kind} group.",
+                  at_least=0),
+        ConfigDef(f"group.{kind}.max.assignment.interval.ms", INT, 15000,
+                  f"The maximum interval between assignment updates for a {kind} group.",
+                  at_least=0),
+        ConfigDef(f"group.{kind}.assignor.offload.enable", BOOL, True,
+                  f"Whether to offload {kind} group assignment to a group coordinator "
+                  "background thread."),
+    ]
+
+
+BROKER_CONFIGS: tuple[ConfigDef, ...] = (
+    # --- the node and its listeners -------------------------------------------------------
+    ConfigDef("node.id", INT, 1, "The node id of this server.", at_least=0,
+              importance=Importance.HIGH),
+    ConfigDef("broker.rack", STRING, None, "Rack of the broker."),
+    ConfigDef("listeners", LIST, ["PLAINTEXT://127.0.0.1:9092"],
+              "Listener list: URIs we listen on, comma separated. Port 0 picks a free port.",
+              importance=Importance.HIGH),
+    ConfigDef("advertised.listeners", LIST, None,
+              "Listeners to publish to clients if different from the listeners config."),
+    ConfigDef("socket.request.max.bytes", INT, 104857600,
+              "The maximum number of bytes in a socket request.", at_least=1),
+    ConfigDef("connections.max.idle.ms", LONG, 600000,
+              "Idle connections timeout: connections idle longer than this are closed."),
+    ConfigDef("message.max.bytes", INT, 1048588,
+              "The largest record batch size allowed.", at_least=0),
+    ConfigDef("metrics.listener", STRING, "http://127.0.0.1:9404",
+              "Where the Prometheus exporter listens (http://host:port); empty to disable."),
+    # --- topics and their log -------------------------------------------------------------
+    ConfigDef("log.dirs", LIST, ["./data"],
+              "The directories in which the log data is kept.", importance=Importance.HIGH),
+    ConfigDef("log.segment.bytes", INT, 1073741824,
+              "The maximum size of a single log file.", at_least=14),
+    ConfigDef("log.retention.ms", LONG, 604800000,
+              "The number of milliseconds to keep a log file before deleting it."),
+    ConfigDef("auto.create.topics.enable", BOOL, True,
+              "Enable auto creation of topic on the server."),
+    ConfigDef("delete.topic.enable", BOOL, True, "Enables delete topic."),
+    ConfigDef("num.partitions", INT, 1, "The default number of log partitions per topic.",
+              at_least=1),
+    ConfigDef("default.replication.factor", INT, 1,
+              "The replication factor for automatically created topics.", at_least=1),
+    # --- the coordinator runtime ----------------------------------------------------------
+    ConfigDef("group.coordinator.threads", INT, 4,
+              "The number of threads used by the group coordinator.", at_least=1),
+    ConfigDef("group.coordinator.background.threads", INT, 2,
+              "The number of threads used by the group coordinator for processing background "
+              "tasks (e.g. updating regular expression subscriptions and offloaded "
+              "assignments).", at_least=1),
+    ConfigDef("group.coordinator.append.linger.ms", INT, 5,
+              "The duration in milliseconds that the coordinator will wait for writes to "
+              "accumulate before flushing them to disk.", at_least=0),
+    ConfigDef("group.coordinator.rebalance.protocols", LIST,
+              ["classic", "consumer", "share", "streams"],
+              "The list of enabled rebalance protocols.",
+              one_of=("classic", "consumer", "share", "streams")),
+    # --- classic groups ---------------------------------------------------------------------
+    ConfigDef("group.min.session.timeout.ms", INT, 6000,
+              "The minimum allowed session timeout for registered consumers."),
+    ConfigDef("group.max.session.timeout.ms", INT, 1800000,
+              "The maximum allowed session timeout for registered consumers."),
+    ConfigDef("group.initial.rebalance.delay.ms", INT, 3000,
+              "The amount of time the group coordinator will wait for more consumers to join a "
+              "new group before performing the first rebalance."),
+    ConfigDef("group.max.size", INT, INT_MAX,
+              "The maximum number of consumers that a single consumer group can accommodate.",
+              at_least=1),
+    # --- consumer groups (KIP-848) ---------------------------------------------------------
+    *_group_protocol_family("consumer", INT_MAX, (1, None)),
+    ConfigDef("group.consumer.assignors", LIST, ["uniform", "range"],
+              "The server side assignors as a list of names. The first one in the list is the "
+              "default assignor, used when the consumer does not specify one."),
+    ConfigDef("group.consumer.migration.policy", STRING, "bidirectional",
+              "The config that enables converting the non-empty classic group using the "
+              "consumer embedded protocol to the non-empty consumer group using the consumer "
+              "group protocol and vice versa.",
+              one_of=("disabled", "downgrade", "upgrade", "bidirectional")),
+    ConfigDef("group.consumer.regex.refresh.interval.ms", INT, 600000,
+              "The interval at which the group coordinator refreshes regular expressions.",
+              at_least=10000),
+    # --- share groups (KIP-932) -------------------------------------------------------------
+    *_group_protocol_family("share", 200, (10, 1000)),
+    ConfigDef("group.share.record.lock.duration.ms", INT, 30000,
+              "The record acquisition lock duration in milliseconds for share groups.",
+              at_least=1000, at_most=3600000),
+    ConfigDef("group.share.delivery.count.limit", INT, 5,
+              "The maximum number of delivery attempts for a record delivered to a share group.",
+              at_least=2, at_most=10),
+    # --- streams groups (KIP-1071) ----------------------------------------------------------
+    *_group_protocol_family("streams", INT_MAX, (1, None)),
+    ConfigDef("group.streams.num.standby.replicas", INT, 0,
+              "The number of standby replicas for each task.", at_least=0),
+    ConfigDef("group.streams.max.standby.replicas", INT, 2,
+              "The maximum allowed value for the group-level configuration of "
+              "streams.num.standby.replicas.", at_least=0),
+    ConfigDef("group.streams.initial.rebalance.delay.ms", INT, 3000,
+              "The amount of time the group coordinator will wait for more streams clients to "
+              "join a new group before performing the first rebalance.", at_least=0),
+    # --- committed offsets and their expiration (KIP-211) -----------------------------------
+    ConfigDef("offsets.topic.num.partitions", INT, 50,
+              "The number of partitions for the offset commit topic.", at_least=1),
+    ConfigDef("offsets.topic.replication.factor", SHORT, 3,
+              "The replication factor for the offsets topic.", at_least=1),
+    ConfigDef("offsets.topic.segment.bytes", INT, 104857600,
+              "The offsets topic segment bytes should be kept relatively small in order to "
+              "facilitate faster log compaction and cache loads.", at_least=1),
+    ConfigDef("offsets.load.buffer.size", INT, 5242880,
+              "Batch size for reading from the offsets segments when loading offsets into the "
+              "cache.", at_least=1),
+    ConfigDef("offsets.retention.minutes", INT, 10080,
+              "For subscribed consumers, committed offset of a specific partition will be "
+              "expired and discarded when 1) this retention period has elapsed after the "
+              "consumer group loses all its consumers (i.e. becomes empty); 2) this retention "
+              "period has elapsed since the last time an offset is committed for the partition "
+              "and the group is no longer subscribed to the corresponding topic.", at_least=1),
+    ConfigDef("offsets.retention.check.interval.ms", LONG, 600000,
+              "Frequency at which to check for stale offsets.", at_least=1),
+    ConfigDef("offsets.commit.timeout.ms", INT, 5000,
+              "Offset commit will be delayed until all replicas for the offsets topic receive "
+              "the commit or this timeout is reached.", at_least=1),
+    ConfigDef("offset.metadata.max.bytes", INT, 4096,
+              "The maximum size for a metadata entry associated with an offset commit."),
+    ConfigDef("coordinator.log.flush.interval.ms", LONG, 0,
+              "How long coordinator records may wait in the page cache before an fsync; 0 "
+              "fsyncs every write before it is acknowledged (the default). Raise it to trade "
+              "durability for speed.", at_least=0),
+)
+
+
+TOPIC_CONFIGS: tuple[ConfigDef, ...] = (
+    ConfigDef("cleanup.policy", LIST, ["delete"], "The retention policy to use on log segments.",
+              one_of=("delete", "compact")),
+    ConfigDef("compression.type", STRING, "producer", "The final compression type for a topic.",
+              one_of=("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")),
+    ConfigDef("delete.retention.ms", LONG, 86400000,
+              "The amount of time to retain delete tombstone markers.", at_least=0),
+    ConfigDef("file.delete.delay.ms", LONG, 60000,
+              "The time to wait before deleting a file from the filesystem.", at_least=0),
+    ConfigDef("flush.messages", LONG, LONG_MAX,
+              "The interval of messages written to a log before an fsync.", at_least=1),
+    ConfigDef("flush.ms", LONG, LONG_MAX,
+              "The time interval at which data written to a log is fsynced.", at_least=0),
+    ConfigDef("max.message.bytes", INT, 1048588, "The largest record batch size allowed.",
+              at_least=0),
+    ConfigDef("message.timestamp.type", STRING, "CreateTime",
+              "Whether the timestamp in the message is message create time or log append time.",
+              one_of=("CreateTime", "LogAppendTime")),
+    ConfigDef("min.cleanable.dirty.ratio", DOUBLE, 0.5,
+              "How frequently the log compactor will attempt to clean the log.",
+              at_least=0, at_most=1),
+    ConfigDef("min.insync.replicas", INT, 1,
+              "The minimum number of replicas that must acknowledge a write.", at_least=1),
+    ConfigDef("retention.bytes", LONG, -1,
+              "The maximum size a partition can grow to before old segments are discarded."),
+    ConfigDef("retention.ms", LONG, 604800000,
+              "The maximum time a log is retained before old segments are discarded.",
+              at_least=-1),
+    ConfigDef("segment.bytes", INT, 1073741824, "The segment file size for the log.",
+              at_least=14),
+    ConfigDef("segment.ms", LONG, 604800000,
+              "The period of time after which Kafka will force the log to roll.", at_least=1),
+    ConfigDef("unclean.leader.election.enable", BOOL, False,
+              "Whether to enable replicas not in the ISR set to be elected as leader."),
+)
+
+BROKER_CONFIGS_BY_NAME = {d.name: d for d in BROKER_CONFIGS}
+TOPIC_CONFIGS_BY_NAME = {d.name: d for d in TOPIC_CONFIGS}

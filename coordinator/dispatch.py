@@ -1,0 +1,97 @@
+"""From a request frame to a response frame: version checks, decoding, the handler, encoding.
+
+``Dispatcher.dispatch`` returns the encoded response at once for synchronous handlers, or an
+awaitable of it for asynchronous ones; it raises ``CloseConnection`` when Kafka would close the
+connection (unknown API key, malformed frame, a version we have no schema for).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable
+from typing import Any
+
+from protocol import (
+    ErrorCode,
+    ProtocolError,
+    Schema,
+    api_name,
+    decode_request,
+    encode_response,
+    error_response,
+    parse_request_header,
+    peek_fixed,
+    schema,
+)
+
+from .apis import ApiRegistry, RequestContext
+from .apis.api_versions import unsupported_version_frame
+from .broker import Broker
+from .logs import get_logger
+
+log = get_logger("coordinator.dispatch")
+
+
+class CloseConnection(Exception):
+    """The connection must be closed; the message says why (it is logged)."""
+
+
+class Dispatcher:
+    def __init__(self, broker: Broker, registry: ApiRegistry) -> None:
+        self.broker = broker
+        self.registry = registry
+
+    def dispatch(self, frame: bytes, connection_id: str) -> bytes | Awaitable[bytes]:
+        try:
+            api_key, api_version, correlation_id = peek_fixed(frame)
+        except ProtocolError as exc:
+            raise CloseConnection(str(exc)) from None
+        spec = self.registry.get(api_key)
+        if spec is None:
+            raise CloseConnection(f"unknown api key {api_key}")
+        if not spec.supports(api_version):
+            return self._unsupported_version(api_key, api_version, correlation_id, frame)
+        try:
+            request = decode_request(frame)
+        except ProtocolError as exc:
+            raise CloseConnection(
+                f"malformed {api_name(api_key)} v{api_version} request: {exc}"
+            ) from None
+        ctx = RequestContext(request.header, request.schema, self.broker, connection_id)
+        try:
+            result = spec.handler(ctx, request.body)
+        except Exception:
+            return self._failed(ctx)
+        if inspect.isawaitable(result):
+            return self._finish(ctx, result)
+        return self._encode(ctx, result)
+
+    async def _finish(self, ctx: RequestContext, pending: Awaitable[Any]) -> bytes:
+        try:
+            body = await pending
+        except Exception:
+            return self._failed(ctx)
+        return self._encode(ctx, body)
+
+    def _encode(self, ctx: RequestContext, body: Any) -> bytes:
+        return encode_response(ctx.schema, ctx.header.correlation_id, body)
+
+    def _failed(self, ctx: RequestContext) -> bytes:
+        log.exception("handler failed", api=api_name(ctx.header.api_key), version=ctx.version,
+                      connection=ctx.connection_id, client_id=ctx.header.client_id)
+        body = error_response(ctx.schema.response_type, ErrorCode.unknown_server_error)
+        return self._encode(ctx, body)
+
+    def _unsupported_version(self, api_key: int, api_version: int, correlation_id: int,
+                             frame: bytes) -> bytes:
+        if api_key == 18:
+            return unsupported_version_frame(self.registry, correlation_id)
+        try:
+            found: Schema = schema(api_key, api_version)
+            parse_request_header(frame, found.request_header_version)
+        except ProtocolError as exc:
+            raise CloseConnection(
+                f"unsupported {api_name(api_key)} version {api_version}: {exc}"
+            ) from None
+        body = error_response(found.response_type, ErrorCode.unsupported_version)
+        return encode_response(found, correlation_id, body)

@@ -1,0 +1,162 @@
+"""The asyncio TCP server: frames in, responses out, in request order, per connection.
+
+Each connection has a reader (frames, size-checked against ``socket.request.max.bytes``) and a
+writer (responses in request order). Requests may be pipelined: up to ``MAX_IN_FLIGHT`` are
+handled at once, and a client that stops reading only stalls its own connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import struct
+
+import anyio
+
+from protocol import api_name, peek_fixed
+
+from .dispatch import CloseConnection, Dispatcher
+from .logs import get_logger
+
+log = get_logger("coordinator.server")
+
+_SIZE = struct.Struct(">i")
+MAX_IN_FLIGHT = 64
+_END = object()
+
+
+class Connection:
+    def __init__(self, server: KafkaServer, reader: asyncio.StreamReader,
+                 writer: asyncio.StreamWriter, connection_id: str) -> None:
+        self.server = server
+        self.reader = reader
+        self.writer = writer
+        self.id = connection_id
+        self.pending: asyncio.Queue[object] = asyncio.Queue(MAX_IN_FLIGHT)
+        self.reason = ""
+        self._scope: anyio.CancelScope | None = None
+
+    async def run(self) -> None:
+        log.debug("connection opened", connection=self.id)
+        self.reason = "client closed the connection"
+        try:
+            async with anyio.create_task_group() as tasks:
+                self._scope = tasks.cancel_scope
+                tasks.start_soon(self._write_responses)
+                try:
+                    await self._read_requests()
+                    await self.pending.put(_END)  # EOF: answer what was asked, then close
+                except CloseConnection as exc:
+                    self.reason = str(exc)
+                    tasks.cancel_scope.cancel()
+                except (ConnectionError, asyncio.IncompleteReadError):
+                    self.reason = "connection reset"
+                    tasks.cancel_scope.cancel()
+                except TimeoutError:
+                    self.reason = "idle for longer than connections.max.idle.ms"
+                    tasks.cancel_scope.cancel()
+        finally:
+            self.writer.close()
+            log.info("connection closed", connection=self.id, reason=self.reason)
+
+    async def _read_requests(self) -> None:
+        max_bytes = self.server.max_request_bytes
+        idle_seconds = self.server.idle_ms / 1000.0
+        dispatcher = self.server.dispatcher
+        while True:
+            try:
+                async with asyncio.timeout(idle_seconds):
+                    prefix = await self.reader.readexactly(4)
+            except asyncio.IncompleteReadError as exc:
+                if exc.partial:
+                    raise CloseConnection("connection closed inside a size prefix") from None
+                return
+            (size,) = _SIZE.unpack(prefix)
+            if size < 0 or size > max_bytes:
+                raise CloseConnection(
+                    f"frame of {size} bytes is larger than socket.request.max.bytes ({max_bytes})"
+                    if size > 0 else f"invalid frame size {size}"
+                )
+            try:
+                frame = await self.reader.readexactly(size)
+            except asyncio.IncompleteReadError:
+                raise CloseConnection("connection closed inside a frame") from None
+            try:
+                response = dispatcher.dispatch(frame, self.id)
+            except CloseConnection as exc:
+                self._log_close(frame, str(exc))
+                raise
+            if not isinstance(response, bytes):
+                response = asyncio.ensure_future(response)
+            await self.pending.put(response)
+
+    def _log_close(self, frame: bytes, reason: str) -> None:
+        fields: dict[str, object] = {"connection": self.id, "reason": reason}
+        if len(frame) >= 8:
+            api_key, api_version, _ = peek_fixed(frame)
+            fields.update(api=api_name(api_key), version=api_version)
+        fields["frame_head"] = frame[:64].hex()
+        log.warning("closing connection: bad request", **fields)
+
+    async def _write_responses(self) -> None:
+        while True:
+            item = await self.pending.get()
+            if item is _END:
+                return
+            if isinstance(item, bytes):
+                data = item
+            else:
+                data = await item  # type: ignore[misc]
+            try:
+                self.writer.write(data)
+                await self.writer.drain()
+            except (ConnectionError, OSError) as exc:
+                self.reason = f"socket error while writing: {exc}"
+                if self._scope is not None:
+                    self._scope.cancel()
+                return
+
+
+class KafkaServer:
+    def __init__(self, dispatcher: Dispatcher, host: str, port: int, max_request_bytes: int,
+                 idle_ms: int) -> None:
+        self.dispatcher = dispatcher
+        self.host = host
+        self.port = port
+        self.max_request_bytes = max_request_bytes
+        self.idle_ms = idle_ms
+        self._server: asyncio.Server | None = None
+        self._ids = itertools.count()
+        self._connections: set[asyncio.Task[None]] = set()
+
+    async def start(self) -> int:
+        """Bind and start accepting; returns the bound port."""
+        self._server = await asyncio.start_server(self._accept, self.host, self.port,
+                                                  reuse_address=True, limit=2**20)
+        self.port = self._server.sockets[0].getsockname()[1]
+        return self.port
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        peer = writer.get_extra_info("peername")
+        where = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+        connection = Connection(self, reader, writer, f"{where}-{next(self._ids)}")
+        task = asyncio.current_task()
+        assert task is not None
+        self._connections.add(task)
+        try:
+            await connection.run()
+        finally:
+            self._connections.discard(task)
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            for task in list(self._connections):
+                task.cancel()
+            await asyncio.gather(*self._connections, return_exceptions=True)
+            await self._server.wait_closed()
+
+    @property
+    def connection_count(self) -> int:
+        return len(self._connections)
+

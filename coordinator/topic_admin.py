@@ -1,0 +1,161 @@
+"""Creating, deleting and growing topics with Kafka's checks and error codes.
+
+Shared by CreateTopics, DeleteTopics, CreatePartitions and Metadata's auto-creation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from protocol import ErrorCode
+
+from .broker import Broker
+from .config import ConfigError
+from .config.definitions import TOPIC_CONFIGS_BY_NAME
+from .metadata_image import TopicImage
+from .topic_names import InvalidTopicName, validate_topic_name
+
+MAX_PARTITIONS = 2**31 - 1
+
+
+@dataclass(frozen=True, slots=True)
+class TopicError(Exception):
+    code: ErrorCode
+    message: str | None = None
+
+
+def _check_replication(broker: Broker, replication_factor: int) -> int:
+    if replication_factor == -1:
+        return int(broker.config["default.replication.factor"])
+    if replication_factor <= 0:
+        raise TopicError(ErrorCode.invalid_replication_factor,
+                         "Replication factor must be larger than 0, or -1 to use the default "
+                         "value.")
+    if replication_factor > 1:
+        raise TopicError(
+            ErrorCode.invalid_replication_factor,
+            f"Unable to replicate the partition {replication_factor} time(s): The target "
+            "replication factor of "
+            f"{replication_factor} cannot be reached because only 1 broker(s) are registered.",
+        )
+    return replication_factor
+
+
+def _check_assignments(broker: Broker, assignments: Sequence[tuple[int, Sequence[int]]]) -> int:
+    """Manual replica assignments must be partitions 0..n-1, each on this node only."""
+    indexes = sorted(index for index, _ in assignments)
+    if indexes != list(range(len(indexes))):
+        raise TopicError(ErrorCode.invalid_replica_assignment,
+                         "Partitions should be a consecutive 0-based integer sequence")
+    for _, replicas in assignments:
+        if not replicas:
+            raise TopicError(ErrorCode.invalid_replica_assignment,
+                             "The manual partition assignment includes an empty replica list.")
+        if len(set(replicas)) != len(replicas):
+            raise TopicError(ErrorCode.invalid_replica_assignment,
+                             "The manual partition assignment includes duplicate replicas.")
+        unknown = [r for r in replicas if r != broker.node_id]
+        if unknown:
+            raise TopicError(ErrorCode.invalid_replica_assignment,
+                             "The manual partition assignment includes broker "
+                             f"{unknown[0]}, but no such broker is registered.")
+    return len(indexes)
+
+
+def validate_topic_configs(configs: Mapping[str, str | None]) -> dict[str, str]:
+    """Known topic configs only, each parsed and bounds-checked; returns the stored strings."""
+    result: dict[str, str] = {}
+    for name, value in configs.items():
+        definition = TOPIC_CONFIGS_BY_NAME.get(name)
+        if definition is None:
+            raise TopicError(ErrorCode.invalid_config, f"Unknown topic config name: {name}")
+        if value is None:
+            raise TopicError(ErrorCode.invalid_config,
+                             f"Null value not supported for topic configs: {name}")
+        try:
+            definition.parse(value)
+        except ConfigError as exc:
+            raise TopicError(ErrorCode.invalid_config, str(exc)) from None
+        result[name] = value
+    return result
+
+
+def create_topic(
+    broker: Broker,
+    name: str,
+    num_partitions: int,
+    replication_factor: int,
+    assignments: Sequence[tuple[int, Sequence[int]]] = (),
+    configs: Mapping[str, str | None] | None = None,
+    validate_only: bool = False,
+) -> tuple[TopicImage | None, int, int, dict[str, str]]:
+    """Create (or just validate) a topic. Returns (topic or None if validate-only, partitions,
+    replication factor, configs)."""
+    try:
+        validate_topic_name(name)
+    except InvalidTopicName as exc:
+        raise TopicError(ErrorCode.invalid_topic_exception, str(exc)) from None
+    if broker.image.topic(name) is not None:
+        raise TopicError(ErrorCode.topic_already_exists, f"Topic '{name}' already exists.")
+    collision = broker.image.colliding_topic(name)
+    if collision is not None:
+        raise TopicError(ErrorCode.invalid_topic_exception,
+                         f"Topic '{name}' collides with existing topic: {collision}")
+    if assignments:
+        if num_partitions != -1 or replication_factor != -1:
+            raise TopicError(ErrorCode.invalid_request,
+                             "Both numPartitions or replicationFactor and replicasAssignments "
+                             "were set. Both cannot be used at the same time.")
+        partitions = _check_assignments(broker, assignments)
+        replication = len(assignments[0][1])
+    else:
+        if num_partitions == -1:
+            partitions = int(broker.config["num.partitions"])
+        elif num_partitions <= 0:
+            raise TopicError(ErrorCode.invalid_partitions,
+                             "Number of partitions was set to an invalid non-positive value.")
+        else:
+            partitions = num_partitions
+        replication = _check_replication(broker, replication_factor)
+    stored = validate_topic_configs(configs or {})
+    if validate_only:
+        return None, partitions, replication, stored
+    topic = broker.image.create_topic(name, partitions, stored)
+    return topic, partitions, replication, stored
+
+
+def add_partitions(broker: Broker, name: str, count: int, assignments: Sequence[Sequence[int]]
+                   | None, validate_only: bool = False) -> None:
+    topic = broker.image.topic(name)
+    if topic is None:
+        raise TopicError(ErrorCode.unknown_topic_or_partition,
+                         f"The topic '{name}' does not exist.")
+    if count < topic.partitions:
+        raise TopicError(ErrorCode.invalid_partitions,
+                         f"Topic currently has {topic.partitions} partitions, which is higher "
+                         f"than the requested {count}.")
+    if count == topic.partitions:
+        raise TopicError(ErrorCode.invalid_partitions,
+                         f"Topic already has {topic.partitions} partitions.")
+    if count > MAX_PARTITIONS:
+        raise TopicError(ErrorCode.invalid_partitions, "Too many partitions requested.")
+    if assignments is not None:
+        added = count - topic.partitions
+        if len(assignments) != added:
+            raise TopicError(ErrorCode.invalid_replica_assignment,
+                             f"Attempted to add {added} additional partition(s), but only "
+                             f"{len(assignments)} assignment(s) were specified.")
+        _check_assignments(broker, [(i, r) for i, r in enumerate(assignments)])
+    if not validate_only:
+        broker.image.add_partitions(name, count)
+
+
+def delete_topic(broker: Broker, name: str) -> TopicImage:
+    if not broker.config["delete.topic.enable"]:
+        raise TopicError(ErrorCode.topic_deletion_disabled, "Topic deletion is disabled.")
+    topic = broker.image.topic(name)
+    if topic is None:
+        raise TopicError(ErrorCode.unknown_topic_or_partition,
+                         "This server does not host this topic-partition.")
+    return broker.image.delete_topic(name)

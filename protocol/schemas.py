@@ -1,0 +1,81 @@
+"""Where the message classes come from: kio, generated from Kafka's own message schemas.
+
+One cached ``Schema`` per (api key, version) holds the request and response classes and their
+compiled readers and writers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from pkgutil import resolve_name
+from typing import IO, Any
+
+from kio.schema.index import api_key_map, schema_name_map
+from kio.serial import entity_reader, entity_writer
+from kio.static.constants import EntityType
+
+from .apikeys import ApiKey
+from .errors import UnknownApi, UnknownSchema
+
+Reader = Callable[[bytes | memoryview, int], tuple[Any, int]]
+Writer = Callable[[IO[bytes], Any], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Schema:
+    api_key: int
+    version: int
+    flexible: bool
+    request_type: type
+    response_type: type
+    read_request: Reader
+    write_request: Writer
+    read_response: Reader
+    write_response: Writer
+
+    @property
+    def request_header_version(self) -> int:
+        return 2 if self.flexible else 1
+
+    @property
+    def response_header_version(self) -> int:
+        # ApiVersions responses always use header v0, so that a client that sent a version the
+        # broker does not know can still read the answer.
+        if self.api_key == ApiKey.API_VERSIONS:
+            return 0
+        return 1 if self.flexible else 0
+
+
+def known_versions(api_key: int) -> range:
+    """The contiguous range of versions the codec has schemas for (empty if none)."""
+    name = api_key_map.get(api_key)
+    if name is None:
+        return range(0)
+    versions = sorted(schema_name_map[name])
+    return range(versions[0], versions[-1] + 1)
+
+
+@cache
+def schema(api_key: int, version: int) -> Schema:
+    name = api_key_map.get(api_key)
+    if name is None:
+        raise UnknownApi(f"unknown api key {api_key}")
+    try:
+        paths = schema_name_map[name][version]
+    except KeyError:
+        raise UnknownSchema(f"no schema for api key {api_key} version {version}") from None
+    request_type = resolve_name(paths[EntityType.request])
+    response_type = resolve_name(paths[EntityType.response])
+    return Schema(
+        api_key=api_key,
+        version=version,
+        flexible=bool(request_type.__flexible__),
+        request_type=request_type,
+        response_type=response_type,
+        read_request=entity_reader(request_type),
+        write_request=entity_writer(request_type),
+        read_response=entity_reader(response_type),
+        write_response=entity_writer(response_type),
+    )

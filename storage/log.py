@@ -1,0 +1,377 @@
+"""One coordinator partition's append-only log: a directory of segments.
+
+Thread-safety: every method may be called from any thread; a lock serialises changes.
+:meth:`PartitionLog.flush` fsyncs *outside* the lock, so a flush running in a worker thread
+does not block :meth:`PartitionLog.append_batch` on the event loop.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import structlog
+
+from storage.budget import SizeBudget
+from storage.errors import CorruptLogError, LogFailedError
+from storage.framing import HEADER, HEADER_SIZE, RECORD, RECORD_SIZE, Record, encode_batch
+from storage.segment import (
+    ActiveSegment,
+    finish_plan,
+    fsync_dir,
+    plan_directory,
+    scan,
+    segment_name,
+)
+
+log = structlog.get_logger()
+
+DEFAULT_SEGMENT_BYTES = 100 * 1024 * 1024  # Kafka's offsets.topic.segment.bytes
+TOPIC = "__consumer_offsets"
+
+LogRecord = tuple[int, int, bytes, bytes | None]
+"""A stored record: (offset, timestamp ms, key bytes, value bytes or None for a tombstone)."""
+
+
+def partition_dir(log_dir: str | os.PathLike[str], partition: int) -> Path:
+    return Path(log_dir) / f"{TOPIC}-{partition}"
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentInfo:
+    base_offset: int
+    path: Path
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
+class RecoveryInfo:
+    """What :meth:`PartitionLog.open` found: load time and any torn tail it dropped."""
+
+    load_time_ms: float
+    segments: int
+    bytes: int
+    truncated_bytes: int
+    truncate_reason: str | None
+
+
+class PartitionLog:
+    """The log of one coordinator partition. Create it with :meth:`open`."""
+
+    def __init__(
+        self,
+        partition: int,
+        directory: Path,
+        segment_bytes: int,
+        budget: SizeBudget,
+        closed: list[SegmentInfo],
+        active: ActiveSegment,
+        next_offset: int,
+        recovery: RecoveryInfo,
+    ) -> None:
+        self.partition = partition
+        self.directory = directory
+        self.segment_bytes = segment_bytes
+        self.budget = budget
+        self.recovery = recovery
+        self._closed = closed  # sorted by base offset; immutable files
+        self._active = active
+        self._next_offset = next_offset
+        self._lock = threading.RLock()
+        self._failed: str | None = None
+        self._closed_flag = False
+        self.compaction_lock = threading.Lock()  # one compaction at a time
+
+    # ------------------------------------------------------------------ opening / recovery
+
+    @classmethod
+    def open(
+        cls,
+        log_dir: str | os.PathLike[str],
+        partition: int,
+        segment_bytes: int = DEFAULT_SEGMENT_BYTES,
+        *,
+        budget: SizeBudget | None = None,
+    ) -> PartitionLog:
+        """Open (creating if needed) ``<log_dir>/__consumer_offsets-<partition>`` and recover it.
+
+        A torn or corrupt tail of the newest segment is truncated at the last whole batch (and
+        logged); any other damage raises :class:`CorruptLogError`.
+        """
+        if segment_bytes <= 0:
+            raise ValueError("segment_bytes must be positive")
+        started = time.perf_counter()
+        directory = partition_dir(log_dir, partition)
+        directory.mkdir(parents=True, exist_ok=True)
+        plan = plan_directory(directory)
+        finish_plan(directory, plan)
+        budget = budget if budget is not None else SizeBudget()
+
+        closed: list[SegmentInfo] = []
+        items = list(plan.segments.items())
+        expected = 0
+        truncated = 0
+        reason: str | None = None
+        total = 0
+        last_base, last_size = 0, 0
+        for i, (base, path) in enumerate(items):
+            is_last = i == len(items) - 1
+            if base < expected:
+                raise CorruptLogError(
+                    partition, str(path), 0, f"segment base {base} overlaps offsets < {expected}"
+                )
+            buf = path.read_bytes()
+            result = scan(buf, base)
+            if result.error is not None:
+                if not is_last or result.more_valid_data:
+                    raise CorruptLogError(partition, str(path), result.valid_end, result.error)
+                truncated = result.file_size - result.valid_end
+                reason = result.error
+                log.warning(
+                    "log_tail_truncated",
+                    partition=partition,
+                    segment=str(path),
+                    position=result.valid_end,
+                    bytes_dropped=truncated,
+                    reason=result.error,
+                )
+                os.truncate(path, result.valid_end)
+            if result.last_offset is not None:
+                expected = result.last_offset + 1
+            else:
+                expected = max(expected, base)
+            total += result.valid_end
+            if is_last:
+                last_base, last_size = base, result.valid_end
+            else:
+                closed.append(SegmentInfo(base, path, result.valid_end))
+        if not items:
+            last_base, last_size = 0, 0
+        active = ActiveSegment(last_base, directory / segment_name(last_base), last_size)
+        if not items:
+            fsync_dir(directory)
+        budget.add(total)
+        elapsed_ms = (time.perf_counter() - started) * 1000
+        recovery = RecoveryInfo(elapsed_ms, len(items) or 1, total, truncated, reason)
+        log.debug(
+            "partition_log_loaded",
+            partition=partition,
+            next_offset=expected,
+            segments=len(items),
+            bytes=total,
+            load_time_ms=round(elapsed_ms, 3),
+        )
+        return cls(partition, directory, segment_bytes, budget, closed, active, expected, recovery)
+
+    # ------------------------------------------------------------------ writing
+
+    @property
+    def next_offset(self) -> int:
+        """The offset the next appended record gets."""
+        return self._next_offset
+
+    @property
+    def size_bytes(self) -> int:
+        with self._lock:
+            return sum(s.size for s in self._closed) + self._active.size
+
+    @property
+    def failed(self) -> str | None:
+        """Why the log refuses writes (a write whose partial bytes could not be removed)."""
+        return self._failed
+
+    def append_batch(self, records: Sequence[Record], timestamp_ms: int) -> int:
+        """Append ``records`` (key bytes, value bytes or None) as one all-or-nothing batch.
+
+        Returns the offset of the last record. Does not fsync (see :meth:`flush`). On
+        ``OSError`` (e.g. ENOSPC, EDQUOT, or :class:`StoreFullError` from the size cap) nothing
+        of the batch stays in the log and the error propagates.
+        """
+        with self._lock:
+            self._check_writable()
+            base = self._next_offset
+            data = encode_batch(base, timestamp_ms, records)
+            self.budget.reserve(len(data))
+            try:
+                if self._active.size > 0 and self._active.size + len(data) > self.segment_bytes:
+                    self._roll()
+                self._active.append(data)
+            except LogFailedError as exc:
+                self._failed = str(exc)
+                raise
+            except BaseException:
+                self.budget.release(len(data))
+                raise
+            self._next_offset = base + len(records)
+            return self._next_offset - 1
+
+    def _check_writable(self) -> None:
+        if self._closed_flag:
+            raise ValueError(f"partition {self.partition}: log is closed")
+        if self._failed is not None:
+            raise LogFailedError(self._failed)
+
+    def _roll(self) -> None:
+        """Close the full active segment (fsynced, so a later segment never holds data that an
+        earlier one could lose) and start a new one at the next offset."""
+        old = self._active
+        old.fsync()
+        new_path = self.directory / segment_name(self._next_offset)
+        new = ActiveSegment(self._next_offset, new_path, 0)
+        try:
+            fsync_dir(self.directory)
+        except OSError:
+            new.close()
+            new_path.unlink(missing_ok=True)
+            raise
+        old.close()
+        self._closed.append(SegmentInfo(old.base_offset, old.path, old.size))
+        self._active = new
+        log.debug("segment_rolled", partition=self.partition, base_offset=new.base_offset)
+
+    def flush(self) -> int:
+        """fsync what was appended so far; returns the offset up to which (exclusive) records
+        are now durable. The fsync runs without holding the log's lock."""
+        with self._lock:
+            self._check_writable()
+            durable = self._next_offset
+            fd = os.dup(self._active.fd)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        return durable
+
+    # ------------------------------------------------------------------ reading
+
+    def segments(self) -> list[SegmentInfo]:
+        """All segments, oldest first; the last one is the active segment."""
+        with self._lock:
+            active = SegmentInfo(self._active.base_offset, self._active.path, self._active.size)
+            return [*self._closed, active]
+
+    def read(self, from_offset: int = 0) -> Iterator[LogRecord]:
+        """Every record with offset >= ``from_offset`` present when the call is made, in order.
+
+        The segments are opened at once, so a compaction swapping files meanwhile does not
+        disturb an iteration in progress.
+        """
+        with self._lock:
+            segs = self.segments()
+            bases = [s.base_offset for s in segs]
+            start = max(0, bisect.bisect_right(bases, from_offset) - 1)
+            handles = []
+            try:
+                for s in segs[start:]:
+                    handles.append((s, os.open(s.path, os.O_RDONLY)))
+            except BaseException:
+                for _, fd in handles:
+                    os.close(fd)
+                raise
+        return self._iter(handles, from_offset)
+
+    def _iter(
+        self, handles: list[tuple[SegmentInfo, int]], from_offset: int
+    ) -> Iterator[LogRecord]:
+        try:
+            for i, (seg, fd) in enumerate(handles):
+                buf = _read_fd(fd, seg.size)
+                os.close(fd)
+                handles[i] = (seg, -1)
+                yield from _iter_segment(self.partition, seg, buf, from_offset)
+        finally:
+            for _, fd in handles:
+                if fd >= 0:
+                    os.close(fd)
+
+    # ------------------------------------------------------------------ compaction support
+
+    def closed_segments(self) -> list[SegmentInfo]:
+        with self._lock:
+            return list(self._closed)
+
+    def replace_segments(self, replaced: list[SegmentInfo], new: SegmentInfo | None) -> None:
+        """Swap bookkeeping after compaction renamed files (called with the lock held)."""
+        bases = {s.base_offset for s in replaced}
+        kept = [s for s in self._closed if s.base_offset not in bases]
+        if new is not None:
+            kept.append(new)
+        kept.sort(key=lambda s: s.base_offset)
+        self._closed = kept
+
+    @property
+    def lock(self) -> threading.RLock:
+        return self._lock
+
+    # ------------------------------------------------------------------ closing
+
+    def close(self) -> None:
+        with self._lock:
+            if not self._closed_flag:
+                self._active.close()
+                self._closed_flag = True
+
+    def __enter__(self) -> PartitionLog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _read_fd(fd: int, size: int) -> bytes:
+    chunks = []
+    pos = 0
+    while pos < size:
+        chunk = os.pread(fd, size - pos, pos)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        pos += len(chunk)
+    return b"".join(chunks) if len(chunks) != 1 else chunks[0]
+
+
+def _iter_segment(
+    partition: int, seg: SegmentInfo, buf: bytes, from_offset: int
+) -> Iterator[LogRecord]:
+    unpack_header = HEADER.unpack_from
+    unpack_record = RECORD.unpack_from
+    pos = 0
+    end = len(buf)
+    while pos < end:
+        length, _crc, _m, _a, _r, base, last_delta, ts, count = unpack_header(buf, pos)
+        batch_end = pos + 4 + length
+        if base + last_delta < from_offset:
+            pos = batch_end
+            continue
+        p = pos + HEADER_SIZE
+        for _ in range(count):
+            delta, klen, vlen = unpack_record(buf, p)
+            p += RECORD_SIZE
+            key = buf[p : p + klen]
+            p += klen
+            offset = base + delta
+            if vlen < 0:
+                if offset >= from_offset:
+                    yield offset, ts, key, None
+            else:
+                if offset >= from_offset:
+                    yield offset, ts, key, buf[p : p + vlen]
+                p += vlen
+        if p != batch_end:
+            raise CorruptLogError(partition, str(seg.path), pos, "records overrun their batch")
+        pos = batch_end
+
+
+__all__ = [
+    "DEFAULT_SEGMENT_BYTES",
+    "LogRecord",
+    "PartitionLog",
+    "RecoveryInfo",
+    "SegmentInfo",
+    "partition_dir",
+]

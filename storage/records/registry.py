@@ -1,0 +1,167 @@
+"""Record type ids, and the one encoder/decoder of record keys and values.
+
+Key bytes: ``int16 type id`` (Kafka's "key version") then the key fields.
+Value bytes: ``int16 value version`` then the value fields; a tombstone is ``None``.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+from storage.codec import encode_struct, struct_from_json, struct_to_json
+from storage.errors import RecordDecodeError, UnknownRecordTypeError
+from storage.records import classic, consumer, offsets, share, streams, topics
+
+_HDR = struct.Struct(">h")
+
+
+@dataclass(frozen=True, slots=True)
+class RecordType:
+    type_id: int
+    name: str  # Kafka's record name without Key/Value, e.g. "ConsumerGroupTargetAssignmentMetadata"
+    key_cls: type
+    value_cls: type
+
+
+def _pairs() -> list[tuple[type, type]]:
+    pairs = []
+    for module in (offsets, classic, consumer, share, streams, topics):
+        for name, obj in vars(module).items():
+            if name.endswith("Key") and isinstance(obj, type) and hasattr(obj, "TYPE_ID"):
+                value_cls = getattr(module, name[: -len("Key")] + "Value")
+                pairs.append((obj, value_cls))
+    return pairs
+
+
+def _build() -> dict[int, RecordType]:
+    types: dict[int, RecordType] = {}
+    for key_cls, value_cls in _pairs():
+        rt = RecordType(key_cls.TYPE_ID, key_cls.__name__[: -len("Key")], key_cls, value_cls)
+        if rt.type_id in types:  # pragma: no cover - a programming error
+            raise RuntimeError(f"duplicate record type id {rt.type_id}")
+        types[rt.type_id] = rt
+    return dict(sorted(types.items()))
+
+
+RECORD_TYPES: dict[int, RecordType] = _build()
+"""Every record type this build writes, by type id."""
+
+# Kafka writes offset commits with key version 1 and reads the legacy version 0 too.
+_DECODE_TYPES: dict[int, RecordType] = {**RECORD_TYPES, 0: RECORD_TYPES[1]}
+_BY_KEY_CLS: dict[type, RecordType] = {rt.key_cls: rt for rt in RECORD_TYPES.values()}
+_BY_NAME: dict[str, RecordType] = {rt.name: rt for rt in RECORD_TYPES.values()}
+
+
+def record_type_of(key: Any) -> RecordType:
+    """The :class:`RecordType` of a key object."""
+    try:
+        return _BY_KEY_CLS[type(key)]
+    except KeyError:
+        raise TypeError(f"not a record key: {type(key).__name__}") from None
+
+
+def record_type(type_id_or_name: int | str) -> RecordType:
+    try:
+        if isinstance(type_id_or_name, str):
+            return _BY_NAME[type_id_or_name]
+        return _DECODE_TYPES[type_id_or_name]
+    except KeyError:
+        raise UnknownRecordTypeError(f"unknown record type {type_id_or_name!r}") from None
+
+
+def encode_key(key: Any) -> bytes:
+    out = bytearray(_HDR.pack(record_type_of(key).type_id))
+    encode_struct(key, out)
+    return bytes(out)
+
+
+def encode_value(value: Any | None) -> bytes | None:
+    """Encode a record value; ``None`` (a tombstone) stays ``None``."""
+    if value is None:
+        return None
+    out = bytearray(_HDR.pack(type(value).VERSION))
+    encode_struct(value, out)
+    return bytes(out)
+
+
+def encode_record(key: Any, value: Any | None) -> tuple[bytes, bytes | None]:
+    """Encode a (key, value) pair; checks that the value belongs to the key's type."""
+    rt = record_type_of(key)
+    if value is not None and type(value) is not rt.value_cls:
+        raise TypeError(f"{type(value).__name__} is not the value of {rt.name}")
+    return encode_key(key), encode_value(value)
+
+
+def key_type_id(key_bytes: bytes) -> int:
+    """The type id of encoded key bytes, without decoding the key."""
+    if len(key_bytes) < 2:
+        raise RecordDecodeError("record key shorter than its type id")
+    type_id: int = _HDR.unpack_from(key_bytes)[0]
+    return type_id
+
+
+# type id -> (name, key decoder, value decoder, newest value version); the replay hot path.
+_DECODERS: dict[int, tuple[str, Any, Any, int]] = {
+    tid: (rt.name, rt.key_cls._codec_decode_body, rt.value_cls._codec_decode_body,
+          rt.value_cls.VERSION)
+    for tid, rt in _DECODE_TYPES.items()
+}
+
+
+def _decoders(type_id: int) -> tuple[str, Any, Any, int]:
+    try:
+        return _DECODERS[type_id]
+    except KeyError:
+        raise UnknownRecordTypeError(f"unknown record type {type_id!r}") from None
+
+
+def decode_key(key_bytes: bytes) -> Any:
+    name, kdec, _, _ = _decoders(key_type_id(key_bytes))
+    key, pos = kdec(key_bytes, 2, 0)
+    if pos != len(key_bytes):
+        raise RecordDecodeError(f"{name} key: {len(key_bytes) - pos} trailing bytes")
+    return key
+
+
+def decode_value(type_id: int, value_bytes: bytes | None) -> Any | None:
+    """Decode the value bytes of a record of ``type_id``; ``None`` is a tombstone."""
+    if value_bytes is None:
+        return None
+    name, _, vdec, newest = _decoders(type_id)
+    if len(value_bytes) < 2:
+        raise RecordDecodeError(f"{name} value shorter than its version")
+    version = (value_bytes[0] << 8) | value_bytes[1]
+    if version > newest:
+        raise RecordDecodeError(
+            f"{name} value version {version} is not supported (this build reads 0..{newest})"
+        )
+    value, pos = vdec(value_bytes, 2, version)
+    if pos != len(value_bytes):
+        raise RecordDecodeError(f"{name} value: {len(value_bytes) - pos} trailing bytes")
+    return value
+
+
+def decode_record(key_bytes: bytes, value_bytes: bytes | None) -> tuple[Any, Any | None]:
+    """Decode a stored record into (key, value-or-None)."""
+    type_id = key_type_id(key_bytes)
+    return decode_key(key_bytes), decode_value(type_id, value_bytes)
+
+
+def record_to_json(key: Any, value: Any | None) -> dict[str, Any]:
+    """``{"type": name, "key": {...}, "value": {...} | None}`` with Kafka's field names."""
+    rt = record_type_of(key)
+    return {
+        "type": rt.name,
+        "key": struct_to_json(key),
+        "value": None if value is None else struct_to_json(value),
+    }
+
+
+def record_from_json(data: dict[str, Any]) -> tuple[Any, Any | None]:
+    """Inverse of :func:`record_to_json`."""
+    rt = record_type(data["type"])
+    key = struct_from_json(rt.key_cls, data["key"])
+    value = data.get("value")
+    return key, None if value is None else struct_from_json(rt.value_cls, value)
