@@ -1,0 +1,64 @@
+"""Server-side partition assignors (KIP-848 ``PartitionAssignor``): uniform, range, lag.
+
+Pure functions of a compact :class:`AssignmentSpec`; nothing here imports the rest of the
+coordinator.
+"""
+
+from __future__ import annotations
+
+from assignors.base import PartitionAssignor, PartitionAssignorError
+from assignors.lag import LagAssignor, partition_lags
+from assignors.options import (
+    DEFAULT_LAG_OFFSET_RESET,
+    DEFAULT_LAG_STICKINESS_TOLERANCE,
+    LAG_OFFSET_RESET_CONFIG,
+    LAG_STICKINESS_TOLERANCE_CONFIG,
+    MAX_LAG_STICKINESS_TOLERANCE,
+    MIN_LAG_STICKINESS_TOLERANCE,
+    OffsetReset,
+)
+from assignors.range_assignor import RangeAssignor
+from assignors.registry import ASSIGNORS, DEFAULT_ASSIGNORS, UnknownAssignorError, get_assignor
+from assignors.spec import (
+    NO_OFFSET,
+    NO_RACK,
+    AssignmentSpec,
+    AssignmentSpecError,
+    GroupAssignment,
+    MemberSpec,
+    PartitionOffsets,
+    Partitions,
+    TopicId,
+    TopicMetadata,
+)
+from assignors.uniform import UniformAssignor
+
+__all__ = [
+    "ASSIGNORS",
+    "DEFAULT_ASSIGNORS",
+    "DEFAULT_LAG_OFFSET_RESET",
+    "DEFAULT_LAG_STICKINESS_TOLERANCE",
+    "LAG_OFFSET_RESET_CONFIG",
+    "LAG_STICKINESS_TOLERANCE_CONFIG",
+    "MAX_LAG_STICKINESS_TOLERANCE",
+    "MIN_LAG_STICKINESS_TOLERANCE",
+    "NO_OFFSET",
+    "NO_RACK",
+    "AssignmentSpec",
+    "AssignmentSpecError",
+    "GroupAssignment",
+    "LagAssignor",
+    "MemberSpec",
+    "OffsetReset",
+    "PartitionAssignor",
+    "PartitionAssignorError",
+    "PartitionOffsets",
+    "Partitions",
+    "RangeAssignor",
+    "TopicId",
+    "TopicMetadata",
+    "UniformAssignor",
+    "UnknownAssignorError",
+    "get_assignor",
+    "partition_lags",
+]

@@ -102,7 +102,8 @@ def build_spec(
         subscribed = tuple(
             sorted({topic_index[t] for t in member.subscribed_topic_ids if t in topic_index})
         )
-        member_subscriptions.append(subscription_index.setdefault(subscribed, len(subscription_index)))
+        sub = subscription_index.setdefault(subscribed, len(subscription_index))
+        member_subscriptions.append(sub)
         member_racks.append(NO_RACK if member.rack is None else rack_of(member.rack))
         held: list[tuple[int, Partitions]] = []
         for topic_id, parts in member.assignment.items():

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 
 LAG_OFFSET_RESET_CONFIG = "group.consumer.lag.assignor.offset.reset"
 """Lag of a partition without committed offset: ``earliest`` = whole log, ``latest`` = 0."""
@@ -12,7 +12,7 @@ LAG_STICKINESS_TOLERANCE_CONFIG = "group.consumer.lag.assignor.stickiness.tolera
 sticky assignment of a topic may be than the fresh greedy one before partitions move."""
 
 
-class OffsetReset(str, Enum):
+class OffsetReset(StrEnum):
     EARLIEST = "earliest"
     LATEST = "latest"
 

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 from assignors.base import PartitionAssignor
 from assignors.racks import rack_aware
-from assignors.spec import NO_RACK, AssignmentSpec, GroupAssignment, Partitions, TopicId
+from assignors.spec import NO_RACK, AssignmentSpec, GroupAssignment, Partitions
 
 
 class RangeAssignor(PartitionAssignor):
@@ -26,7 +26,6 @@ class RangeAssignor(PartitionAssignor):
 
     def assign(self, spec: AssignmentSpec) -> GroupAssignment:
         counts = spec.partition_counts
-        topic_ids = spec.topic_ids
         by_sub: dict[int, list[int]] = {}
         for m, s in enumerate(spec.member_subscriptions):
             by_sub.setdefault(s, []).append(m)
@@ -40,7 +39,8 @@ class RangeAssignor(PartitionAssignor):
                 classes.setdefault((counts[t], tuple(subs)), []).append(t)
 
         rank = _range_rank(spec)
-        out: list[dict[TopicId, Partitions] | None] = [None] * spec.member_count
+        out_topics: list[tuple[int, ...]] = [()] * spec.member_count
+        out_parts: list[tuple[Partitions, ...]] = [()] * spec.member_count
         for (n, subs), topics in classes.items():
             topics.sort()
             if len(subs) == 1:
@@ -51,17 +51,17 @@ class RangeAssignor(PartitionAssignor):
             if rank is not None:
                 members = sorted(members, key=rank.__getitem__)
             result = _assign_class(spec, members, topics, n)
-            tids = [topic_ids[t] for t in topics]
+            class_topics = tuple(topics)
+            width = len(class_topics)
             for m, parts in zip(members, result, strict=True):
                 if parts:
-                    mine = out[m]
-                    if mine is None:
-                        out[m] = dict.fromkeys(tids, parts)
+                    if out_topics[m]:
+                        out_topics[m] += class_topics
+                        out_parts[m] += (parts,) * width
                     else:
-                        mine.update(dict.fromkeys(tids, parts))
-        return GroupAssignment(
-            {mid: mine or {} for mid, mine in zip(spec.member_ids, out, strict=True)}
-        )
+                        out_topics[m] = class_topics
+                        out_parts[m] = (parts,) * width
+        return GroupAssignment(spec.member_ids, spec.topic_ids, out_topics, out_parts)
 
 
 def _range_rank(spec: AssignmentSpec) -> list[int] | None:
@@ -87,7 +87,8 @@ def _assign_class(
     held = _current_owners(spec, members, topics, n)
     q, r = divmod(n, k)
     cnt = [len(h) for h in held]
-    if not any(cnt):
+    racks = _class_racks(spec, members, topics, n)
+    if racks is None and not any(cnt):
         return _fresh_ranges(k, q, r)
     quota = [q] * k
     extras = r
@@ -100,7 +101,6 @@ def _assign_class(
             quota[i] = q + 1
             extras -= 1
 
-    racks = _class_racks(spec, members, topics, n)
     kept: list[list[int]] = []
     for i in range(k):
         mine = held[i]

@@ -11,6 +11,7 @@ on (see :class:`AssignmentSpec`); a spec made any other way should pass :meth:`v
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Collection, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeAlias
@@ -65,15 +66,89 @@ class PartitionOffsets:
     """The group's committed offset, or :data:`NO_OFFSET`."""
 
 
-@dataclass(frozen=True, slots=True)
 class GroupAssignment:
     """The assignor's answer: member id -> topic id -> ascending partitions.
 
-    Every member of the spec is present, possibly with an empty mapping. Partition tuples
-    may be shared between members and topics (they are immutable).
+    Stored compactly, like the spec: for member index ``m`` (the spec's member order),
+    ``member_topics[m]`` are topic indexes (into ``topic_ids``) and ``member_partitions[m]``
+    the matching partition tuples. Tuples may be shared between members and topics (they
+    are immutable) and with the spec's current assignment. The dict view is built on first
+    use: :attr:`members` for the whole group, :meth:`member` for one member.
     """
 
-    members: dict[str, dict[TopicId, Partitions]]
+    __slots__ = ("_members", "member_ids", "member_partitions", "member_topics", "topic_ids")
+
+    def __init__(
+        self,
+        member_ids: Sequence[str],
+        topic_ids: Sequence[TopicId],
+        member_topics: Sequence[Sequence[int]],
+        member_partitions: Sequence[Sequence[Partitions]],
+    ) -> None:
+        self.member_ids = member_ids
+        self.topic_ids = topic_ids
+        self.member_topics = member_topics
+        self.member_partitions = member_partitions
+        self._members: dict[str, dict[TopicId, Partitions]] | None = None
+
+    @classmethod
+    def from_dict(
+        cls, members: Mapping[str, Mapping[TopicId, Iterable[int]]]
+    ) -> GroupAssignment:
+        """A compact assignment from the dict form (handy in tests)."""
+        member_ids = sorted(members)
+        topic_ids = sorted({t for m in members.values() for t in m}, key=repr)
+        index = {t: i for i, t in enumerate(topic_ids)}
+        topics = []
+        parts = []
+        for mid in member_ids:
+            pairs = [(index[t], tuple(sorted(p))) for t, p in members[mid].items() if p]
+            topics.append(tuple(t for t, _ in pairs))
+            parts.append(tuple(p for _, p in pairs))
+        return cls(tuple(member_ids), tuple(topic_ids), topics, parts)
+
+    def member(self, member_id: str) -> dict[TopicId, Partitions]:
+        """One member's assignment (empty if the member is unknown)."""
+        if self._members is not None:
+            return self._members.get(member_id, {})
+        ids = self.member_ids
+        m = bisect_left(ids, member_id)
+        if m == len(ids) or ids[m] != member_id:
+            if member_id not in ids:
+                return {}
+            m = list(ids).index(member_id)
+        topic_id = self.topic_ids.__getitem__
+        return dict(zip(map(topic_id, self.member_topics[m]), self.member_partitions[m],
+                        strict=True))
+
+    @property
+    def members(self) -> dict[str, dict[TopicId, Partitions]]:
+        """Every member of the spec, with an empty mapping if it got nothing."""
+        if self._members is None:
+            topic_id = self.topic_ids.__getitem__
+            self._members = {
+                mid: dict(zip(map(topic_id, ts), ps, strict=True))
+                for mid, ts, ps in zip(
+                    self.member_ids, self.member_topics, self.member_partitions, strict=True
+                )
+            }
+        return self._members
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, GroupAssignment):
+            return NotImplemented
+        return self.members == other.members
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"GroupAssignment({self.members!r})"
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (
+            GroupAssignment,
+            (self.member_ids, self.topic_ids, self.member_topics, self.member_partitions),
+        )
 
 
 @dataclass(frozen=True, slots=True)

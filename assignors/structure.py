@@ -79,7 +79,7 @@ def subscribers(spec: AssignmentSpec) -> list[list[int]]:
     for s, ms in by_sub.items():
         for t in spec.subscriptions[s]:
             result[t].extend(ms)
-    for t, ms in enumerate(result):
+    for ms in result:
         if len(ms) > 1:
             ms.sort()
     return result

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from assignors.base import PartitionAssignor
-from assignors.spec import AssignmentSpec, GroupAssignment, Partitions, TopicId
+from assignors.spec import AssignmentSpec, GroupAssignment, Partitions
 from assignors.structure import components
 from assignors.uniform_heterogeneous import assign_heterogeneous
 from assignors.uniform_homogeneous import assign_homogeneous
@@ -21,19 +23,11 @@ class UniformAssignor(PartitionAssignor):
     name = "uniform"
 
     def assign(self, spec: AssignmentSpec) -> GroupAssignment:
-        out: dict[str, dict[TopicId, Partitions]] = {}
+        out_topics: list[Sequence[int]] = [()] * spec.member_count
+        out_parts: list[Sequence[Partitions]] = [()] * spec.member_count
         for comp in components(spec):
             if comp.homogeneous:
-                assign_homogeneous(spec, comp.members, comp.topics, out)
+                assign_homogeneous(spec, comp.members, comp.topics, out_topics, out_parts)
             else:
-                assign_heterogeneous(spec, comp, out)
-        return GroupAssignment(complete(spec, out))
-
-
-def complete(
-    spec: AssignmentSpec, out: dict[str, dict[TopicId, Partitions]]
-) -> dict[str, dict[TopicId, Partitions]]:
-    """Every member in member order, with an empty mapping if it got nothing."""
-    if len(out) == spec.member_count:
-        return out
-    return {m: out.get(m) or {} for m in spec.member_ids}
+                assign_heterogeneous(spec, comp, out_topics, out_parts)
+        return GroupAssignment(spec.member_ids, spec.topic_ids, out_topics, out_parts)

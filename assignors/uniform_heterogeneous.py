@@ -8,7 +8,9 @@
    (partitions the holder received in step 2 move first). Every move lowers the sum of
    squared loads, so this ends; at the end, for every topic, no holder is more than one
    partition above any subscriber: as balanced as the subscriptions allow for single moves.
-4. Undo swaps: if a member lost a partition it held before to ``x`` and received a
+4. Return moves: a partition that moved away from a member still subscribed to it goes
+   back if that keeps the balance bound (a later move may have made it unnecessary).
+5. Undo swaps: if a member lost a partition it held before to ``x`` and received a
    partition ``x`` could hold instead, trade them back (loads are unchanged, fewer moves).
 """
 
@@ -18,14 +20,17 @@ import heapq
 from collections.abc import Sequence
 
 from assignors.racks import matches, rack_aware
-from assignors.spec import AssignmentSpec, Partitions, TopicId
+from assignors.spec import AssignmentSpec, Partitions
 from assignors.structure import Component
 
 
 def assign_heterogeneous(
-    spec: AssignmentSpec, comp: Component, out: dict[str, dict[TopicId, Partitions]]
+    spec: AssignmentSpec,
+    comp: Component,
+    out_topics: list[Sequence[int]],
+    out_parts: list[Sequence[Partitions]],
 ) -> None:
-    """Assign the topics of ``comp`` to its members into ``out``."""
+    """Assign the topics of ``comp`` to its members (into ``out_topics``/``out_parts``)."""
     members = comp.members
     n = len(members)
     counts = spec.partition_counts
@@ -66,21 +71,24 @@ def assign_heterogeneous(
                 _hand_out(t, free, subscribers[t], held, load)
 
     _balance(spec, members, order, subscribers, held, load, racks)
+    _return_moves(subscribers, held, original, subs_of, load)
     _undo_swaps(subscribers, held, original, subs_of, load)
 
-    topic_id = spec.topic_ids
     for i, m in enumerate(members):
         orig = original[i]
-        result: dict[TopicId, Partitions] = {}
+        ts: list[int] = []
+        ps: list[Partitions] = []
         for t, parts in held[i].items():
             if not parts:
                 continue
             before = orig.get(t)
+            ts.append(t)
             if before is not None and len(before) == len(parts) and set(before) == set(parts):
-                result[topic_id[t]] = before
+                ps.append(before)
             else:
-                result[topic_id[t]] = tuple(sorted(parts))
-        out[spec.member_ids[m]] = result
+                ps.append(tuple(sorted(parts)))
+        out_topics[m] = tuple(ts)
+        out_parts[m] = tuple(ps)
 
 
 def _hand_out(
@@ -188,6 +196,65 @@ def _balance(
                 heapq.heappush(low, (load[hi], hi))
                 heapq.heappush(high, (-load[lo], lo))
                 heapq.heappush(high, (-load[hi], hi))
+
+
+def _return_moves(
+    subscribers: dict[int, list[int]],
+    held: list[dict[int, list[int]]],
+    original: list[dict[int, Partitions]],
+    subs_of: list[frozenset[int]],
+    load: list[int],
+) -> None:
+    """Give moved partitions back to their previous owner when the bound still holds."""
+    owner_now: dict[tuple[int, int], int] = {}
+    for i, mine in enumerate(held):
+        for t, parts in mine.items():
+            for p in parts:
+                owner_now[t, p] = i
+    moved = [
+        (t, p, o)
+        for o, orig in enumerate(original)
+        for t, parts in orig.items()
+        for p in parts
+        if owner_now[t, p] != o
+    ]
+    if not moved:
+        return
+
+    def bound_holds(o: int, n: int, t: int) -> bool:
+        new_load = {o: load[o] + 1, n: load[n] - 1}
+
+        def floor(t2: int) -> int:
+            return min(new_load.get(s, load[s]) for s in subscribers[t2])
+
+        for t2, parts in held[o].items():
+            if (parts or t2 == t) and new_load[o] > floor(t2) + 1:
+                return False
+        if t not in held[o] and new_load[o] > floor(t) + 1:
+            return False
+        for t2 in subs_of[n]:
+            f = floor(t2)
+            for h in subscribers[t2]:
+                has = bool(held[h].get(t2)) or (h == o and t2 == t)
+                if h == n and t2 == t and len(held[n][t]) == 1:
+                    has = False
+                if has and new_load.get(h, load[h]) > f + 1:
+                    return False
+        return True
+
+    changed = True
+    while changed:
+        changed = False
+        for t, p, o in moved:
+            n = owner_now[t, p]
+            if n == o or not bound_holds(o, n, t):
+                continue
+            held[n][t].remove(p)
+            held[o].setdefault(t, []).append(p)
+            load[n] -= 1
+            load[o] += 1
+            owner_now[t, p] = o
+            changed = True
 
 
 def _undo_swaps(

@@ -12,9 +12,10 @@ one object per partition, unless rack matching needs to look at each of them.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import pairwise
 
 from assignors.racks import matches, rack_aware
-from assignors.spec import NO_RACK, AssignmentSpec, Partitions, TopicId
+from assignors.spec import NO_RACK, AssignmentSpec, Partitions
 
 Segment = tuple[int, Sequence[int]]
 """A run of free partitions of one topic: (topic index, ascending partitions)."""
@@ -24,21 +25,25 @@ def assign_homogeneous(
     spec: AssignmentSpec,
     members: Sequence[int],
     topics: Sequence[int],
-    out: dict[str, dict[TopicId, Partitions]],
+    out_topics: list[Sequence[int]],
+    out_parts: list[Sequence[Partitions]],
 ) -> None:
-    """Assign ``topics`` to ``members`` (all subscribed to exactly ``topics``) into ``out``."""
+    """Assign ``topics`` to ``members`` (all subscribed to exactly ``topics``).
+
+    Writes each member's topic indexes and partition tuples into ``out_topics[m]`` and
+    ``out_parts[m]``.
+    """
     counts = spec.partition_counts
-    topic_id = spec.topic_ids.__getitem__
-    member_ids = spec.member_ids
     cur_topics = spec.current_topics
     cur_parts = spec.current_partitions
     total = sum(map(counts.__getitem__, topics))
     n = len(members)
     if total == 0:
-        for m in members:
-            out[member_ids[m]] = {}
         return
     q, r = divmod(total, n)
+    if not any(map(cur_topics.__getitem__, members)) and not rack_aware(spec, members, topics):
+        _fresh(members, topics, counts, q, r, out_topics, out_parts)
+        return
     topic_set = frozenset(topics)
 
     kept_topics: list[Sequence[int]] = []
@@ -66,7 +71,8 @@ def assign_homogeneous(
     quota = _quotas(cnt, q, r)
     if held_total == total and clean and cnt == quota:
         for i, m in enumerate(members):
-            out[member_ids[m]] = dict(zip(map(topic_id, kept_topics[i]), kept_parts[i], strict=True))
+            out_topics[m] = kept_topics[i]
+            out_parts[m] = kept_parts[i]
         return
 
     use_racks = rack_aware(spec, members, topics)
@@ -77,7 +83,9 @@ def assign_homogeneous(
         excess = cnt[i] - quota[i]
         if excess > 0:
             if use_racks:
-                ts, ps = _shed_by_rack(spec, members[i], kept_topics[i], kept_parts[i], excess, pool)
+                ts, ps = _shed_by_rack(
+                    spec, members[i], kept_topics[i], kept_parts[i], excess, pool
+                )
             else:
                 ts, ps = _shed_tail(kept_topics[i], kept_parts[i], excess, pool)
             kept_topics[i], kept_parts[i] = ts, ps
@@ -90,12 +98,72 @@ def assign_homogeneous(
         grants = _fill_runs(needy, cnt, quota, pool)
 
     for i, m in enumerate(members):
-        assignment = dict(zip(map(topic_id, kept_topics[i]), kept_parts[i], strict=True))
-        for t, parts in grants.get(i, ()):
-            key = topic_id(t)
-            old = assignment.get(key)
-            assignment[key] = parts if old is None else tuple(sorted(old + parts))
-        out[member_ids[m]] = assignment
+        got = grants.get(i)
+        if not got:
+            out_topics[m] = kept_topics[i]
+            out_parts[m] = kept_parts[i]
+            continue
+        if not kept_topics[i] and len(got) == 1:
+            out_topics[m] = (got[0][0],)
+            out_parts[m] = (got[0][1],)
+            continue
+        assignment = dict(zip(kept_topics[i], kept_parts[i], strict=True))
+        for t, parts in got:
+            old = assignment.get(t)
+            assignment[t] = parts if old is None else tuple(sorted(old + parts))
+        out_topics[m] = tuple(assignment)
+        out_parts[m] = tuple(assignment.values())
+
+
+def _fresh(
+    members: Sequence[int],
+    topics: Sequence[int],
+    counts: Sequence[int],
+    q: int,
+    r: int,
+    out_topics: list[Sequence[int]],
+    out_parts: list[Sequence[Partitions]],
+) -> None:
+    """Nobody holds anything: lay the partitions out in topic order, member after member."""
+    runs: dict[tuple[int, int], Partitions] = {}
+    live = [t for t in topics if counts[t]]
+    k = 0
+    t = live[0]
+    n = counts[t]
+    off = 0
+    for idx, m in enumerate(members):
+        need = q + 1 if idx < r else q
+        if not need:
+            break
+        end = off + need
+        if end <= n:
+            tup = runs.get((off, end))
+            if tup is None:
+                tup = runs[off, end] = tuple(range(off, end))
+            out_topics[m] = (t,)
+            out_parts[m] = (tup,)
+            off = end
+            if off == n and k + 1 < len(live):
+                k += 1
+                t = live[k]
+                n = counts[t]
+                off = 0
+            continue
+        ts: list[int] = []
+        ps: list[Partitions] = []
+        while need:
+            take = min(n - off, need)
+            ts.append(t)
+            ps.append(tuple(range(off, off + take)))
+            need -= take
+            off += take
+            if off == n and k + 1 < len(live):
+                k += 1
+                t = live[k]
+                n = counts[t]
+                off = 0
+        out_topics[m] = tuple(ts)
+        out_parts[m] = tuple(ps)
 
 
 def _quotas(cnt: list[int], q: int, r: int) -> list[int]:
@@ -236,7 +304,7 @@ def _merge(pieces: list[tuple[int, Partitions]]) -> list[tuple[int, Partitions]]
 
 
 def _ascending(p: Partitions) -> bool:
-    return all(a < b for a, b in zip(p, p[1:]))
+    return all(a < b for a, b in pairwise(p))
 
 
 def _fill_by_rack(

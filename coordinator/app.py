@@ -10,10 +10,13 @@ from metrics import start_exporter
 
 from .apis import build_registry
 from .broker import Broker
+from .clock import SystemClock
 from .config import ServerConfig
 from .dispatch import Dispatcher
 from .logs import get_logger
 from .meta_properties import load_or_create
+from .metadata_image import MetadataImage
+from .metadata_log import MetadataLog
 from .server import KafkaServer
 
 log = get_logger("coordinator.app")
@@ -24,7 +27,10 @@ class App:
         self.config = config
         Path(config.log_dir).mkdir(parents=True, exist_ok=True)
         cluster_id = load_or_create(config.log_dir, config["node.id"])
-        self.broker = Broker(config, cluster_id)
+        clock = SystemClock()
+        image = MetadataImage()
+        self.metadata_log = MetadataLog.open(config.log_dir, image, clock)
+        self.broker = Broker(config, cluster_id, image, self.metadata_log, clock)
         self.registry = build_registry()
         self.dispatcher = Dispatcher(self.broker, self.registry)
         self.servers: list[KafkaServer] = []

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from .clock import Clock, SystemClock
 from .config import ServerConfig
 from .metadata_image import MetadataImage
+from .metadata_log import MetadataLog
 
 
 @dataclass(slots=True)
@@ -19,13 +20,14 @@ class Broker:
     """The single node of this cluster: it is the leader of every partition and every group's
     coordinator."""
 
-    def __init__(self, config: ServerConfig, cluster_id: str, image: MetadataImage | None = None,
-                 clock: Clock | None = None) -> None:
+    def __init__(self, config: ServerConfig, cluster_id: str, image: MetadataImage,
+                 metadata_log: MetadataLog, clock: Clock | None = None) -> None:
         self.config = config
+        self.metadata_log = metadata_log
         self.node_id: int = config["node.id"]
         self.rack: str | None = config["broker.rack"]
         self.cluster_id = cluster_id
-        self.image = image if image is not None else MetadataImage()
+        self.image = image
         self.clock = clock or SystemClock()
         advertised = config.advertised_listeners[0]
         self.endpoint = Endpoint(advertised.host or "127.0.0.1", advertised.port)

@@ -5,6 +5,7 @@ Shared by CreateTopics, DeleteTopics, CreatePartitions and Metadata's auto-creat
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -13,8 +14,12 @@ from protocol import ErrorCode
 from .broker import Broker
 from .config import ConfigError
 from .config.definitions import TOPIC_CONFIGS_BY_NAME
+from .logs import get_logger
 from .metadata_image import TopicImage
+from .metadata_log import topic_record
 from .topic_names import InvalidTopicName, validate_topic_name
+
+log = get_logger("coordinator.topic_admin")
 
 MAX_PARTITIONS = 2**31 - 1
 
@@ -81,7 +86,7 @@ def validate_topic_configs(configs: Mapping[str, str | None]) -> dict[str, str]:
     return result
 
 
-def create_topic(
+async def create_topic(
     broker: Broker,
     name: str,
     num_partitions: int,
@@ -121,12 +126,27 @@ def create_topic(
     stored = validate_topic_configs(configs or {})
     if validate_only:
         return None, partitions, replication, stored
-    topic = broker.image.create_topic(name, partitions, stored)
+    planned = TopicImage(name, uuid.uuid4(), partitions, stored)
+    await _persist(broker, planned, deleted=False)
+    topic = broker.image.create_topic(name, partitions, stored, planned.topic_id)
+    log.info("topic created", topic=name, topic_id=str(topic.topic_id), partitions=partitions)
     return topic, partitions, replication, stored
 
 
-def add_partitions(broker: Broker, name: str, count: int, assignments: Sequence[Sequence[int]]
-                   | None, validate_only: bool = False) -> None:
+async def _persist(broker: Broker, topic: TopicImage, deleted: bool) -> None:
+    """Write the topic's record (a tombstone if deleted) durably before it takes effect."""
+    key, value = topic_record(topic)
+    try:
+        await broker.metadata_log.write([(key, None if deleted else value)])
+    except OSError as exc:
+        log.error("topic change not persisted", topic=topic.name, error=str(exc))
+        raise TopicError(ErrorCode.kafka_storage_error,
+                         f"The topic change could not be written: {exc}") from None
+
+
+async def add_partitions(broker: Broker, name: str, count: int,
+                         assignments: Sequence[Sequence[int]] | None,
+                         validate_only: bool = False) -> None:
     topic = broker.image.topic(name)
     if topic is None:
         raise TopicError(ErrorCode.unknown_topic_or_partition,
@@ -148,14 +168,18 @@ def add_partitions(broker: Broker, name: str, count: int, assignments: Sequence[
                              f"{len(assignments)} assignment(s) were specified.")
         _check_assignments(broker, [(i, r) for i, r in enumerate(assignments)])
     if not validate_only:
+        await _persist(broker, TopicImage(name, topic.topic_id, count, topic.configs), False)
         broker.image.add_partitions(name, count)
+        log.info("partitions added", topic=name, partitions=count)
 
 
-def delete_topic(broker: Broker, name: str) -> TopicImage:
+async def delete_topic(broker: Broker, name: str) -> TopicImage:
     if not broker.config["delete.topic.enable"]:
         raise TopicError(ErrorCode.topic_deletion_disabled, "Topic deletion is disabled.")
     topic = broker.image.topic(name)
     if topic is None:
         raise TopicError(ErrorCode.unknown_topic_or_partition,
                          "This server does not host this topic-partition.")
+    await _persist(broker, topic, deleted=True)
+    log.info("topic deleted", topic=name, topic_id=str(topic.topic_id))
     return broker.image.delete_topic(name)

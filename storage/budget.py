@@ -26,8 +26,7 @@ class SizeBudget:
         with self._lock:
             if self.max_bytes is not None and self._used + n > self.max_bytes:
                 raise StoreFullError(
-                    f"store size cap reached: {self._used} + {n} bytes > max_bytes "
-                    f"{self.max_bytes}"
+                    f"store size cap reached: {self._used} + {n} bytes > max_bytes {self.max_bytes}"
                 )
             self._used += n
 

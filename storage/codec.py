@@ -175,6 +175,21 @@ def uvarint_tail(buf: bytes, pos: int, first: int) -> tuple[int, int]:
             raise RecordDecodeError("varint too long")
 
 
+_uuid_new = object.__new__
+_uuid_set_int = uuid.UUID.__dict__["int"].__set__
+_uuid_set_safe = uuid.UUID.__dict__["is_safe"].__set__
+_uuid_unknown = uuid.SafeUUID.unknown
+_from_bytes = int.from_bytes
+
+
+def uuid_from_bytes(b: bytes) -> uuid.UUID:
+    """``uuid.UUID(bytes=b)`` for 16 bytes, without its argument checks (3x faster)."""
+    u: uuid.UUID = _uuid_new(uuid.UUID)
+    _uuid_set_int(u, _from_bytes(b, "big"))
+    _uuid_set_safe(u, _uuid_unknown)
+    return u
+
+
 # ---------------------------------------------------------------------------------------
 # code generation
 
@@ -185,7 +200,7 @@ class _Gen:
         self.env: dict[str, Any] = {
             "_uv": uvarint,
             "_uvt": uvarint_tail,
-            "_UUID": uuid.UUID,
+            "_UUID": uuid_from_bytes,
             "_unpack_from": struct.unpack_from,
             "_pack": struct.pack,
             "_Err": RecordDecodeError,
@@ -286,7 +301,7 @@ def _dec_value(g: _Gen, ind: int, kind: Kind, target: str) -> None:
         _dec_len(g, ind, n)
         g.emit(ind, f"end = pos + {n}")
         g.emit(ind, "if end > len(buf): raise _Err('truncated')")
-        conv = f"buf[pos:end].decode()" if kind is STRING else "bytes(buf[pos:end])"
+        conv = "buf[pos:end].decode()" if kind is STRING else "bytes(buf[pos:end])"
         g.emit(ind, f"{target} = {conv}; pos = end")
     elif kind is NSTRING or kind is NBYTES:
         n = g.tmp("n")
@@ -295,12 +310,12 @@ def _dec_value(g: _Gen, ind: int, kind: Kind, target: str) -> None:
         g.emit(ind, "else:")
         g.emit(ind + 1, f"end = pos + {n} - 1")
         g.emit(ind + 1, "if end > len(buf): raise _Err('truncated')")
-        conv = f"buf[pos:end].decode()" if kind is NSTRING else "bytes(buf[pos:end])"
+        conv = "buf[pos:end].decode()" if kind is NSTRING else "bytes(buf[pos:end])"
         g.emit(ind + 1, f"{target} = {conv}; pos = end")
     elif kind is UUID:
         g.emit(ind, "end = pos + 16")
         g.emit(ind, "if end > len(buf): raise _Err('truncated')")
-        g.emit(ind, f"{target} = _UUID(bytes=bytes(buf[pos:end])); pos = end")
+        g.emit(ind, f"{target} = _UUID(buf[pos:end]); pos = end")
     elif kind is NUUID:
         g.emit(ind, "flag = buf[pos]; pos += 1")
         g.emit(ind, f"if flag == 0: {target} = None")

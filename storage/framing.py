@@ -107,9 +107,7 @@ def find_valid_batch(buf: bytes, start: int, end: int) -> int | None:
     return None
 
 
-def iter_batch_records(
-    buf: bytes, pos: int
-) -> Iterator[tuple[int, int, bytes, bytes | None]]:
+def iter_batch_records(buf: bytes, pos: int) -> Iterator[tuple[int, int, bytes, bytes | None]]:
     """Records of the (already validated) batch at ``pos``: (offset, timestamp, key, value)."""
     length, _crc, _m, _a, _r, base, _ld, ts, count = HEADER.unpack_from(buf, pos)
     end = pos + 4 + length

@@ -38,8 +38,8 @@ LogRecord = tuple[int, int, bytes, bytes | None]
 """A stored record: (offset, timestamp ms, key bytes, value bytes or None for a tombstone)."""
 
 
-def partition_dir(log_dir: str | os.PathLike[str], partition: int) -> Path:
-    return Path(log_dir) / f"{TOPIC}-{partition}"
+def partition_dir(log_dir: str | os.PathLike[str], partition: int, topic: str = TOPIC) -> Path:
+    return Path(log_dir) / f"{topic}-{partition}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +97,7 @@ class PartitionLog:
         segment_bytes: int = DEFAULT_SEGMENT_BYTES,
         *,
         budget: SizeBudget | None = None,
+        topic: str = TOPIC,
     ) -> PartitionLog:
         """Open (creating if needed) ``<log_dir>/__consumer_offsets-<partition>`` and recover it.
 
@@ -106,7 +107,7 @@ class PartitionLog:
         if segment_bytes <= 0:
             raise ValueError("segment_bytes must be positive")
         started = time.perf_counter()
-        directory = partition_dir(log_dir, partition)
+        directory = partition_dir(log_dir, partition, topic)
         directory.mkdir(parents=True, exist_ok=True)
         plan = plan_directory(directory)
         finish_plan(directory, plan)
@@ -158,14 +159,6 @@ class PartitionLog:
         budget.add(total)
         elapsed_ms = (time.perf_counter() - started) * 1000
         recovery = RecoveryInfo(elapsed_ms, len(items) or 1, total, truncated, reason)
-        log.debug(
-            "partition_log_loaded",
-            partition=partition,
-            next_offset=expected,
-            segments=len(items),
-            bytes=total,
-            load_time_ms=round(elapsed_ms, 3),
-        )
         return cls(partition, directory, segment_bytes, budget, closed, active, expected, recovery)
 
     # ------------------------------------------------------------------ writing
@@ -232,7 +225,6 @@ class PartitionLog:
         old.close()
         self._closed.append(SegmentInfo(old.base_offset, old.path, old.size))
         self._active = new
-        log.debug("segment_rolled", partition=self.partition, base_offset=new.base_offset)
 
     def flush(self) -> int:
         """fsync what was appended so far; returns the offset up to which (exclusive) records
@@ -283,7 +275,7 @@ class PartitionLog:
                 buf = _read_fd(fd, seg.size)
                 os.close(fd)
                 handles[i] = (seg, -1)
-                yield from _iter_segment(self.partition, seg, buf, from_offset)
+                yield from iter_segment_records(self.partition, seg, buf, from_offset)
         finally:
             for _, fd in handles:
                 if fd >= 0:
@@ -335,9 +327,10 @@ def _read_fd(fd: int, size: int) -> bytes:
     return b"".join(chunks) if len(chunks) != 1 else chunks[0]
 
 
-def _iter_segment(
-    partition: int, seg: SegmentInfo, buf: bytes, from_offset: int
+def iter_segment_records(
+    partition: int, seg: SegmentInfo, buf: bytes, from_offset: int = 0
 ) -> Iterator[LogRecord]:
+    """Records of a segment's (validated) bytes with offset >= ``from_offset``."""
     unpack_header = HEADER.unpack_from
     unpack_record = RECORD.unpack_from
     pos = 0
@@ -373,5 +366,6 @@ __all__ = [
     "PartitionLog",
     "RecoveryInfo",
     "SegmentInfo",
+    "iter_segment_records",
     "partition_dir",
 ]

@@ -11,7 +11,7 @@ from ..topic_admin import TopicError, add_partitions
 from .context import RequestContext
 
 
-def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: Any) -> Any:
     counts = Counter(topic.name for topic in request.topics)
     results = []
     for topic in request.topics:
@@ -23,8 +23,9 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         assignments = (None if topic.assignments is None
                        else [tuple(a.broker_ids) for a in topic.assignments])
         try:
-            add_partitions(ctx.broker, topic.name, topic.count, assignments,
-                           bool(request.validate_only))
+            async with ctx.broker.metadata_log.lock:
+                await add_partitions(ctx.broker, topic.name, topic.count, assignments,
+                                     bool(request.validate_only))
         except TopicError as exc:
             results.append(ctx.nested("CreatePartitionsTopicResult", name=topic.name,
                                       error_code=exc.code, error_message=exc.message))

@@ -26,7 +26,7 @@ def _config_entries(ctx: RequestContext, overrides: dict[str, str]) -> tuple[Any
     return tuple(entries)
 
 
-def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: Any) -> Any:
     counts = Counter(topic.name for topic in request.topics)
     duplicates = sorted(name for name, count in counts.items() if count > 1)
     results = []
@@ -39,10 +39,11 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                 num_partitions=-1, replication_factor=-1, configs=None))
             continue
         try:
-            created, partitions, replication, configs = create_topic(
-                ctx.broker, topic.name, topic.num_partitions, topic.replication_factor,
-                [(a.partition_index, tuple(a.broker_ids)) for a in topic.assignments],
-                {c.name: c.value for c in topic.configs}, bool(request.validate_only))
+            async with ctx.broker.metadata_log.lock:
+                created, partitions, replication, configs = await create_topic(
+                    ctx.broker, topic.name, topic.num_partitions, topic.replication_factor,
+                    [(a.partition_index, tuple(a.broker_ids)) for a in topic.assignments],
+                    {c.name: c.value for c in topic.configs}, bool(request.validate_only))
         except TopicError as exc:
             results.append(ctx.nested(
                 "CreatableTopicResult", name=topic.name, error_code=exc.code,

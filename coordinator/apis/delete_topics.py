@@ -16,7 +16,7 @@ def _wanted(ctx: RequestContext, request: Any) -> list[tuple[str | None, Any]]:
     return [(name, None) for name in request.topic_names]
 
 
-def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: Any) -> Any:
     image = ctx.broker.image
     results = []
     for name, topic_id in _wanted(ctx, request):
@@ -29,7 +29,8 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                 continue
             name = found.name
         try:
-            deleted = delete_topic(ctx.broker, name or "")
+            async with ctx.broker.metadata_log.lock:
+                deleted = await delete_topic(ctx.broker, name or "")
         except TopicError as exc:
             results.append(ctx.nested("DeletableTopicResult", name=name, topic_id=topic_id,
                                       error_code=exc.code, error_message=exc.message))

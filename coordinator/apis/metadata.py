@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import Any
 
 from protocol import ErrorCode
@@ -46,12 +47,54 @@ def _wants_all_topics(ctx: RequestContext, request: Any) -> bool:
     return request.topics is None
 
 
-def handle(ctx: RequestContext, request: Any) -> Any:
+def _may_auto_create(ctx: RequestContext, request: Any) -> bool:
+    # v0-v3 have no flag: those versions always ask for auto-creation.
+    return bool(getattr(request, "allow_auto_topic_creation", True)
+                and ctx.broker.config["auto.create.topics.enable"])
+
+
+def _missing(ctx: RequestContext, request: Any) -> list[str]:
+    """Valid topic names the request asks for by name that do not exist."""
+    if _wants_all_topics(ctx, request) or not _may_auto_create(ctx, request):
+        return []
+    missing = []
+    for wanted in request.topics:
+        name = wanted.name
+        if name is None or ctx.broker.image.topic(name) is not None:
+            continue
+        try:
+            validate_topic_name(name)
+        except InvalidTopicName:
+            continue
+        missing.append(name)
+    return missing
+
+
+def handle(ctx: RequestContext, request: Any) -> Any | Awaitable[Any]:
+    missing = _missing(ctx, request)
+    if missing:
+        return _auto_create_then_answer(ctx, request, missing)
+    return _answer(ctx, request, {})
+
+
+async def _auto_create_then_answer(ctx: RequestContext, request: Any,
+                                   missing: list[str]) -> Any:
+    errors: dict[str, ErrorCode] = {}
+    async with ctx.broker.metadata_log.lock:
+        for name in dict.fromkeys(missing):
+            if ctx.broker.image.topic(name) is not None:
+                continue  # created meanwhile
+            try:
+                await create_topic(ctx.broker, name, -1, -1)
+            except TopicError as exc:
+                errors[name] = exc.code
+    return _answer(ctx, request, errors)
+
+
+def _answer(ctx: RequestContext, request: Any, errors: dict[str, ErrorCode]) -> Any:
     broker = ctx.broker
     image = broker.image
     include_ops = bool(getattr(request, "include_topic_authorized_operations", False))
-    # v0-v3 have no flag: those versions always auto-create.
-    allow_auto = getattr(request, "allow_auto_topic_creation", True)
     entries: list[Any] = []
     if _wants_all_topics(ctx, request):
         entries = [_topic_entry(ctx, t, include_ops) for t in image.topics()]
@@ -63,7 +106,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                 entries.append(_topic_entry(ctx, found, include_ops) if found else
                                _error_entry(ctx, None, ErrorCode.unknown_topic_id, topic_id))
                 continue
-            entries.append(_named_entry(ctx, wanted.name, allow_auto, include_ops))
+            entries.append(_named_entry(ctx, wanted.name, include_ops, errors))
     node = broker.node_id
     brokers = (ctx.nested("MetadataResponseBroker", node_id=node, host=broker.endpoint.host,
                           port=broker.endpoint.port, rack=broker.rack),)
@@ -72,22 +115,14 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                        cluster_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED)
 
 
-def _named_entry(ctx: RequestContext, name: str | None, allow_auto: bool,
-                 include_ops: bool) -> Any:
-    broker = ctx.broker
+def _named_entry(ctx: RequestContext, name: str | None, include_ops: bool,
+                 errors: dict[str, ErrorCode]) -> Any:
     try:
         validate_topic_name(name)
     except InvalidTopicName:
         return _error_entry(ctx, name, ErrorCode.invalid_topic_exception)
     assert name is not None
-    topic = broker.image.topic(name)
+    topic = ctx.broker.image.topic(name)
     if topic is not None:
         return _topic_entry(ctx, topic, include_ops)
-    if not (allow_auto and broker.config["auto.create.topics.enable"]):
-        return _error_entry(ctx, name, ErrorCode.unknown_topic_or_partition)
-    try:
-        created, *_ = create_topic(broker, name, -1, -1)
-    except TopicError as exc:
-        return _error_entry(ctx, name, exc.code)
-    assert created is not None
-    return _topic_entry(ctx, created, include_ops)
+    return _error_entry(ctx, name, errors.get(name, ErrorCode.unknown_topic_or_partition))

@@ -73,9 +73,7 @@ class ClassicProtocol:
 @record
 class ClassicMemberMetadata:
     session_timeout_ms: int = f(INT32)
-    supported_protocols: tuple[ClassicProtocol, ...] = f(
-        Array(Struct(ClassicProtocol)), default=()
-    )
+    supported_protocols: tuple[ClassicProtocol, ...] = f(Array(Struct(ClassicProtocol)), default=())
 
 
 @codec

@@ -104,8 +104,12 @@ def key_type_id(key_bytes: bytes) -> int:
 
 # type id -> (name, key decoder, value decoder, newest value version); the replay hot path.
 _DECODERS: dict[int, tuple[str, Any, Any, int]] = {
-    tid: (rt.name, rt.key_cls._codec_decode_body, rt.value_cls._codec_decode_body,
-          rt.value_cls.VERSION)
+    tid: (
+        rt.name,
+        rt.key_cls._codec_decode_body,
+        rt.value_cls._codec_decode_body,
+        rt.value_cls.VERSION,
+    )
     for tid, rt in _DECODE_TYPES.items()
 }
 
@@ -145,8 +149,26 @@ def decode_value(type_id: int, value_bytes: bytes | None) -> Any | None:
 
 def decode_record(key_bytes: bytes, value_bytes: bytes | None) -> tuple[Any, Any | None]:
     """Decode a stored record into (key, value-or-None)."""
-    type_id = key_type_id(key_bytes)
-    return decode_key(key_bytes), decode_value(type_id, value_bytes)
+    # decode_key + decode_value inlined: this is the replay hot path
+    if len(key_bytes) < 2:
+        raise RecordDecodeError("record key shorter than its type id")
+    name, kdec, vdec, newest = _decoders((key_bytes[0] << 8) | key_bytes[1])
+    key, pos = kdec(key_bytes, 2, 0)
+    if pos != len(key_bytes):
+        raise RecordDecodeError(f"{name} key: {len(key_bytes) - pos} trailing bytes")
+    if value_bytes is None:
+        return key, None
+    if len(value_bytes) < 2:
+        raise RecordDecodeError(f"{name} value shorter than its version")
+    version = (value_bytes[0] << 8) | value_bytes[1]
+    if version > newest:
+        raise RecordDecodeError(
+            f"{name} value version {version} is not supported (this build reads 0..{newest})"
+        )
+    value, pos = vdec(value_bytes, 2, version)
+    if pos != len(value_bytes):
+        raise RecordDecodeError(f"{name} value: {len(value_bytes) - pos} trailing bytes")
+    return key, value
 
 
 def record_to_json(key: Any, value: Any | None) -> dict[str, Any]:

@@ -1,0 +1,141 @@
+"""``python -m assignors.bench``: time an assignor on Kafka's JMH benchmark inputs.
+
+``add_arguments`` and ``run`` are what ``python -m coordinator bench assignor`` wires up.
+``--all`` runs the issue's target table and prints one JSON line per case.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import statistics
+import sys
+import time
+
+from assignors.bench_input import BenchCase, build_spec
+from assignors.registry import ASSIGNORS, get_assignor
+
+RUNS = 30
+WARMUP_RUNS = 5
+WARMUP_SECONDS = 0.5
+
+# (case, Kafka's Java median in ms on a 2-core machine, JDK 17, warm JIT) from issue 7
+TARGETS: list[tuple[BenchCase, float | None]] = [
+    (BenchCase("uniform", 1000, 1000, 50, "homogeneous", False), 1.0),
+    (BenchCase("uniform", 1000, 1000, 50, "homogeneous", True), 0.40),
+    (BenchCase("uniform", 1000, 1000, 50, "heterogeneous", False), 17.4),
+    (BenchCase("uniform", 1000, 1000, 50, "heterogeneous", True), 22.0),
+    (BenchCase("range", 1000, 1000, 50, "homogeneous", False), 3.0),
+    (BenchCase("range", 1000, 1000, 50, "homogeneous", True), 2.7),
+    (BenchCase("range", 1000, 1000, 50, "heterogeneous", False), 9.5),
+    (BenchCase("uniform", 5000, 1000, 100, "homogeneous", False), 2.5),
+    (BenchCase("uniform", 5000, 1000, 100, "heterogeneous", False), 98.0),
+    (BenchCase("uniform", 100, 100, 50, "homogeneous", False), 0.4),
+    (BenchCase("uniform", 100, 100, 50, "homogeneous", True), 0.4),
+    (BenchCase("uniform", 100, 100, 50, "heterogeneous", False), 0.4),
+    (BenchCase("uniform", 100, 100, 50, "heterogeneous", True), 0.4),
+    (BenchCase("range", 100, 100, 50, "homogeneous", False), 0.4),
+    (BenchCase("range", 100, 100, 50, "homogeneous", True), 0.4),
+    (BenchCase("range", 100, 100, 50, "heterogeneous", False), 0.4),
+    (BenchCase("range", 100, 100, 50, "heterogeneous", True), 0.4),
+    (BenchCase("uniform", 1000, 1000, 50, "homogeneous", False, 3), None),
+    (BenchCase("uniform", 1000, 1000, 50, "homogeneous", True, 3), None),
+    (BenchCase("uniform", 1000, 1000, 50, "homogeneous", True, 5), None),
+    (BenchCase("range", 1000, 1000, 50, "homogeneous", True, 5), None),
+    # lag has no Kafka counterpart; at 1,000 x 1,000 topics it is far slower (see module doc)
+    (BenchCase("lag", 100, 100, 50, "homogeneous", False), None),
+    (BenchCase("lag", 100, 100, 50, "homogeneous", True), None),
+]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--assignor", choices=sorted(ASSIGNORS), default="uniform")
+    parser.add_argument("--members", type=int, default=1000)
+    parser.add_argument("--topics", type=int, default=1000)
+    parser.add_argument("--partitions-per-topic", type=int, default=50)
+    parser.add_argument(
+        "--subscriptions", choices=("homogeneous", "heterogeneous"), default="homogeneous"
+    )
+    parser.add_argument(
+        "--incremental", action="store_true",
+        help="start from the full assignment of members-1 members and add one member",
+    )
+    parser.add_argument("--racks", type=int, default=0, help="number of racks (0: no racks)")
+    parser.add_argument("--runs", type=int, default=RUNS, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--all", action="store_true", help="run the whole target table, one JSON line per case"
+    )
+
+
+def time_case(case: BenchCase, runs: int = RUNS) -> dict[str, object]:
+    """Build the case, warm up, time ``runs`` assignments; min / median / max in ms."""
+    assignor = get_assignor(case.assignor)
+    spec = build_spec(case, assignor)
+    started = time.perf_counter()
+    warmups = 0
+    while warmups < WARMUP_RUNS or time.perf_counter() - started < WARMUP_SECONDS:
+        assignor.assign(spec)
+        warmups += 1
+        if warmups >= 1000:
+            break
+    gc.collect()
+    samples = []
+    for _ in range(runs):
+        t0 = time.perf_counter_ns()
+        assignor.assign(spec)
+        samples.append((time.perf_counter_ns() - t0) / 1e6)
+    return {
+        "assignor": case.assignor,
+        "members": case.members,
+        "topics": case.topics,
+        "partitions_per_topic": case.partitions_per_topic,
+        "partitions": case.topics * case.partitions_per_topic,
+        "subscriptions": case.subscriptions,
+        "incremental": case.incremental,
+        "racks": case.racks,
+        "runs": runs,
+        "min_ms": round(min(samples), 3),
+        "median_ms": round(statistics.median(samples), 3),
+        "max_ms": round(max(samples), 3),
+    }
+
+
+def run(args: argparse.Namespace) -> dict[str, object]:
+    """Time the case described by ``args`` (see :func:`add_arguments`)."""
+    case = BenchCase(
+        assignor=args.assignor,
+        members=args.members,
+        topics=args.topics,
+        partitions_per_topic=args.partitions_per_topic,
+        subscriptions=args.subscriptions,
+        incremental=args.incremental,
+        racks=args.racks,
+    )
+    return time_case(case, getattr(args, "runs", RUNS))
+
+
+def run_all(runs: int = RUNS) -> list[dict[str, object]]:
+    """Time every case of :data:`TARGETS`, printing one JSON line each as it finishes."""
+    results = []
+    for case, kafka_ms in TARGETS:
+        result = time_case(case, runs)
+        result["kafka_median_ms"] = kafka_ms
+        print(json.dumps(result), flush=True)
+        results.append(result)
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m assignors.bench", description=__doc__)
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    if args.all:
+        run_all(args.runs)
+    else:
+        print(json.dumps(run(args)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,107 @@
+"""Store replay benchmark: ``run_store_replay(records=1_000_000)`` (``python -m coordinator bench
+store`` wires it). Writes a store of realistic offset commits, reopens it as a restart does, and
+times the replay: recovery scan (CRC of every batch), raw record iteration, and record decoding.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from storage.records import OffsetCommitKey, OffsetCommitValue, decode_record, encode_record
+from storage.store import Store
+
+
+def _write(log_dir: Path, records: int, partitions: int, batch_size: int) -> tuple[int, float]:
+    """Offset commits of 1000 groups over 20 topics x 16 partitions, ``batch_size`` per commit
+    request (one batch), as a consumer commits its assigned partitions together."""
+    topic_ids = [uuid.UUID(int=i + 1) for i in range(20)]
+    started = time.perf_counter()
+    written = 0
+    ts = 1_700_000_000_000
+    with Store.open(log_dir, partitions) as store:
+        n = 0
+        while written < records:
+            group = f"consumer-group-{n % 1000}"
+            shard = hash(group) % partitions
+            batch = []
+            for i in range(min(batch_size, records - written)):
+                t = (n + i) % 20
+                key = OffsetCommitKey(group=group, topic=f"orders-{t}", partition=(n + i) % 16)
+                value = OffsetCommitValue(
+                    offset=n * 100 + i,
+                    leader_epoch=3,
+                    metadata="",
+                    commit_timestamp=ts + n,
+                    topic_id=topic_ids[t],
+                )
+                batch.append(encode_record(key, value))
+            store.partition(shard).append_batch(batch, ts + n)
+            written += len(batch)
+            n += 1
+        store.flush()
+        size = store.size_bytes
+    return size, time.perf_counter() - started
+
+
+def run_store_replay(
+    records: int = 1_000_000,
+    *,
+    partitions: int = 50,
+    batch_size: int = 5,
+    directory: str | None = None,
+) -> dict[str, Any]:
+    """Write ``records`` offset commits into a fresh store, then time a full replay.
+
+    Returns a dict of numbers: ``open_s`` (recovery of all partitions), ``read_s`` (iterate the
+    raw records), ``decode_s`` (iterate and decode keys and values), the matching records/s
+    and ``replay_records_per_s`` = records / (open + iterate + decode).
+    """
+    tmp = Path(tempfile.mkdtemp(prefix="store-bench-", dir=directory))
+    try:
+        size, write_s = _write(tmp, records, partitions, batch_size)
+
+        t0 = time.perf_counter()
+        store = Store.open(tmp, partitions)
+        t1 = time.perf_counter()
+        raw = sum(1 for p in range(partitions) for _ in store.partition(p).read())
+        t2 = time.perf_counter()
+        decoded = 0
+        for p in range(partitions):
+            for _off, _ts, key, value in store.partition(p).read():
+                decode_record(key, value)
+                decoded += 1
+        t3 = time.perf_counter()
+        store.close()
+        if raw != records or decoded != records:
+            raise AssertionError(f"replayed {raw}/{decoded} records, wrote {records}")
+        open_s, read_s, decode_s = t1 - t0, t2 - t1, t3 - t2
+        return {
+            "records": records,
+            "partitions": partitions,
+            "batch_size": batch_size,
+            "store_bytes": size,
+            "bytes_per_record": round(size / records, 1),
+            "write_s": round(write_s, 3),
+            "write_records_per_s": round(records / write_s),
+            "open_s": round(open_s, 3),
+            "read_s": round(read_s, 3),
+            "decode_s": round(decode_s, 3),
+            "read_records_per_s": round(records / read_s),
+            "decode_records_per_s": round(records / decode_s),
+            "replay_records_per_s": round(records / (open_s + decode_s)),
+        }
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    import json
+    import sys
+
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000
+    print(json.dumps(run_store_replay(n), indent=2))
