@@ -11,13 +11,16 @@ from metrics import start_exporter
 from .apis import build_registry
 from .broker import Broker
 from .clock import SystemClock
+from .compactor import Compactor
 from .config import ServerConfig
 from .dispatch import Dispatcher
 from .logs import get_logger
 from .meta_properties import load_or_create
 from .metadata_image import MetadataImage
 from .metadata_log import MetadataLog
+from .runtime import CoordinatorRuntime
 from .server import KafkaServer
+from .shard import CoordinatorShard
 
 log = get_logger("coordinator.app")
 
@@ -30,13 +33,25 @@ class App:
         clock = SystemClock()
         image = MetadataImage()
         self.metadata_log = MetadataLog.open(config.log_dir, image, clock)
-        self.broker = Broker(config, cluster_id, image, self.metadata_log, clock)
+        max_bytes = config["coordinator.log.max.bytes"]
+        self.runtime = CoordinatorRuntime(
+            Path(config.log_dir), config["offsets.topic.num.partitions"], CoordinatorShard, clock,
+            segment_bytes=config["offsets.topic.segment.bytes"],
+            max_bytes=None if max_bytes < 0 else max_bytes,
+            flush_interval_ms=config["coordinator.log.flush.interval.ms"])
+        self.compactor = Compactor(self.runtime, clock, config["log.cleaner.backoff.ms"],
+                                   config["log.cleaner.delete.retention.ms"])
+        self.broker = Broker(config, cluster_id, image, self.metadata_log, self.runtime, clock)
         self.registry = build_registry()
         self.dispatcher = Dispatcher(self.broker, self.registry)
         self.servers: list[KafkaServer] = []
         self._stopped = asyncio.Event()
+        self._background: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
+        await self.runtime.start()
+        if self.config["log.cleaner.enable"]:
+            self._background.append(asyncio.create_task(self.compactor.run()))
         for listener in self.config.listeners:
             server = KafkaServer(self.dispatcher, listener.host, listener.port,
                                  self.config["socket.request.max.bytes"],
@@ -66,4 +81,9 @@ class App:
         log.info("stopping")
         for server in self.servers:
             await server.stop()
+        for task in self._background:
+            task.cancel()
+        await asyncio.gather(*self._background, return_exceptions=True)
+        await self.runtime.stop()
+        self.metadata_log.close()
         log.info("stopped")

@@ -8,6 +8,7 @@ from .clock import Clock, SystemClock
 from .config import ServerConfig
 from .metadata_image import MetadataImage
 from .metadata_log import MetadataLog
+from .runtime import CoordinatorRuntime
 
 
 @dataclass(slots=True)
@@ -21,9 +22,11 @@ class Broker:
     coordinator."""
 
     def __init__(self, config: ServerConfig, cluster_id: str, image: MetadataImage,
-                 metadata_log: MetadataLog, clock: Clock | None = None) -> None:
+                 metadata_log: MetadataLog, runtime: CoordinatorRuntime,
+                 clock: Clock | None = None) -> None:
         self.config = config
         self.metadata_log = metadata_log
+        self.runtime = runtime
         self.node_id: int = config["node.id"]
         self.rack: str | None = config["broker.rack"]
         self.cluster_id = cluster_id

@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import sys
 from collections.abc import Sequence
 
+from assignors import bench as assignor_bench
+from storage.dump import dump
+
+from .bench import codec as codec_bench
+from .bench import store as store_bench
 from .config import ConfigError, ServerConfig
 from .config.properties import read_properties
 from .logs import configure_logging, get_logger
@@ -35,6 +41,16 @@ def build_parser() -> argparse.ArgumentParser:
     benches = bench.add_subparsers(dest="bench", required=True)
     codec = benches.add_parser("codec", help="µs per decode/encode of hot messages")
     codec.add_argument("--iterations", type=int, default=20000)
+    store = benches.add_parser("store", help="durable commits/s and replay speed")
+    store_bench.add_arguments(store)
+    assignor = benches.add_parser("assignor", help="server-side assignor run times")
+    assignor_bench.add_arguments(assignor)
+
+    log_cmd = commands.add_parser("log", help="read a store")
+    log_commands = log_cmd.add_subparsers(dest="log_command", required=True)
+    dump = log_commands.add_parser("dump", help="every record as one JSON object per line")
+    dump.add_argument("--log-dirs", required=True, help="the server's log.dirs")
+    dump.add_argument("--partition", type=int, default=None)
     return parser
 
 
@@ -73,12 +89,28 @@ def serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def dump_log(args: argparse.Namespace) -> int:
+    try:
+        for row in dump(args.log_dirs, args.partition):
+            sys.stdout.write(json.dumps(row, default=str) + "\n")
+    except BrokenPipeError:
+        return 0
+    return 0
+
+
+def bench_assignor(args: argparse.Namespace) -> int:
+    if args.all:
+        assignor_bench.run_all(args.runs)  # prints a line per case as it finishes
+    else:
+        print(json.dumps(assignor_bench.run(args)))
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "serve":
         return serve(args)
-    if args.command == "bench" and args.bench == "codec":
-        from .bench.codec import run
-
-        return run(args)
-    return 2
+    if args.command == "log":
+        return dump_log(args)
+    benches = {"codec": codec_bench.run, "store": store_bench.run, "assignor": bench_assignor}
+    return benches[args.bench](args)

@@ -13,6 +13,8 @@ from . import (
     describe_configs,
     find_coordinator,
     metadata,
+    offset_commit,
+    offset_fetch,
 )
 from .context import RequestContext
 from .registry import ApiRegistry, ApiSpec
@@ -30,4 +32,6 @@ def build_registry() -> ApiRegistry:
     registry.register(ApiKey.CREATE_PARTITIONS, 0, 3, create_partitions.handle)
     registry.register(ApiKey.DESCRIBE_CLUSTER, 0, 2, describe_cluster.handle)
     registry.register(ApiKey.DESCRIBE_CONFIGS, 1, 4, describe_configs.handle)
+    registry.register(ApiKey.OFFSET_COMMIT, 2, 9, offset_commit.handle)
+    registry.register(ApiKey.OFFSET_FETCH, 1, 9, offset_fetch.handle)
     return registry

@@ -26,7 +26,12 @@ class RequestContext:
         """The response of this request's version, from every field the handler knows."""
         return make(self.schema.response_type, **fields)
 
-    def nested(self, struct: str, /, **fields: Any) -> Any:
-        """A nested response struct (e.g. ``MetadataResponseTopic``) of this version."""
+    def nested(self, struct: str | tuple[str, ...], /, **fields: Any) -> Any:
+        """A nested response struct (e.g. ``MetadataResponseTopic``) of this version. Kafka
+        renamed some structs between versions: give every name and the one present is used."""
         module = sys.modules[self.schema.response_type.__module__]
-        return make(getattr(module, struct), **fields)
+        for name in (struct,) if isinstance(struct, str) else struct:
+            cls = getattr(module, name, None)
+            if cls is not None:
+                return make(cls, **fields)
+        raise AttributeError(f"{module.__name__} has none of {struct}")

@@ -166,6 +166,16 @@ BROKER_CONFIGS: tuple[ConfigDef, ...] = (
               "the commit or this timeout is reached.", at_least=1),
     ConfigDef("offset.metadata.max.bytes", INT, 4096,
               "The maximum size for a metadata entry associated with an offset commit."),
+    ConfigDef("coordinator.log.max.bytes", LONG, -1,
+              "A cap on the size of the coordinator's store; writes past it fail as a full disk "
+              "would (the request gets NOT_COORDINATOR). -1 means no cap.", at_least=-1),
+    ConfigDef("log.cleaner.enable", BOOL, True,
+              "Enable the log cleaner (compaction) for the coordinator's store."),
+    ConfigDef("log.cleaner.backoff.ms", LONG, 15000,
+              "The amount of time to sleep when there are no logs to clean.", at_least=0),
+    ConfigDef("log.cleaner.delete.retention.ms", LONG, 86400000,
+              "The amount of time to retain tombstone markers for log compacted topics.",
+              at_least=0),
     ConfigDef("coordinator.log.flush.interval.ms", LONG, 0,
               "How long coordinator records may wait in the page cache before an fsync; 0 "
               "fsyncs every write before it is acknowledged (the default). Raise it to trade "

@@ -1,0 +1,64 @@
+"""OffsetFetch v1-v9 (one group up to v7, batched groups from v8)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from protocol import ErrorCode
+
+from .. import offsets
+from ..runtime import CoordinatorError
+from .context import RequestContext
+
+_TOPIC = ("OffsetFetchResponseTopics", "OffsetFetchResponseTopic")
+_PARTITION = ("OffsetFetchResponsePartitions", "OffsetFetchResponsePartition")
+
+
+async def _fetch_group(ctx: RequestContext, group_id: str, topics: Any
+                       ) -> tuple[ErrorCode, list[Any]]:
+    """(group error, response topics) for one group; ``topics`` None means all."""
+    wanted = None if topics is None else [
+        (t.name, p) for t in topics for p in t.partition_indexes]
+    if not group_id and ctx.version >= 8:
+        return ErrorCode.invalid_group_id, []
+    runtime = ctx.broker.runtime
+    try:
+        found = await runtime.read(runtime.partition_for(group_id),
+                                   lambda shard, now: offsets.fetch(shard.offsets, group_id,
+                                                                    wanted),
+                                   name="OffsetFetch")
+    except CoordinatorError as exc:
+        return exc.code, [_topic(ctx, t.name, [(p, None, exc.code) for p in t.partition_indexes])
+                          for t in topics or ()]
+    if wanted is None:
+        by_topic: dict[str, list[tuple[int, offsets.CommittedOffset | None, ErrorCode]]] = {}
+        for (topic, partition), committed in sorted(found.items()):
+            by_topic.setdefault(topic, []).append((partition, committed, ErrorCode.none))
+        return ErrorCode.none, [_topic(ctx, name, parts) for name, parts in by_topic.items()]
+    return ErrorCode.none, [
+        _topic(ctx, t.name, [(p, found.get((t.name, p)), ErrorCode.none)
+                             for p in t.partition_indexes])
+        for t in topics]
+
+
+def _topic(ctx: RequestContext, name: str,
+           partitions: list[tuple[int, offsets.CommittedOffset | None, ErrorCode]]) -> Any:
+    return ctx.nested(_TOPIC, name=name, partitions=tuple(
+        ctx.nested(_PARTITION, partition_index=index,
+                   committed_offset=committed.offset if committed else offsets.NO_OFFSET,
+                   committed_leader_epoch=committed.leader_epoch if committed
+                   else offsets.NO_LEADER_EPOCH,
+                   metadata=committed.metadata if committed else "", error_code=error)
+        for index, committed, error in partitions))
+
+
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    if ctx.version >= 8:
+        groups = []
+        for group in request.groups:
+            error, topics = await _fetch_group(ctx, group.group_id, group.topics)
+            groups.append(ctx.nested("OffsetFetchResponseGroup", group_id=group.group_id,
+                                     topics=tuple(topics), error_code=error))
+        return ctx.respond(groups=tuple(groups))
+    error, topics = await _fetch_group(ctx, request.group_id, request.topics)
+    return ctx.respond(topics=tuple(topics), error_code=error)

@@ -1,0 +1,366 @@
+"""Per-partition event processors, group commit and write-then-apply-then-answer.
+
+Each coordinator partition is one asyncio task draining its queue, so events for a partition run
+one at a time and in order. A write event calls a pure handler; its records are appended to the
+partition's log (one all-or-nothing batch), replayed into the shard, and its response is sent only
+once the log is durable past them. Reads and record-less writes wait for the records applied
+before them, so no answer ever reveals state the log does not hold. A failed append leaves the
+shard untouched (records are applied only after they are written) and the request gets
+NOT_COORDINATOR; a failed fsync fails every waiting request and reloads the partition from disk.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Any, Protocol
+
+from protocol import ErrorCode
+from storage.budget import SizeBudget
+from storage.errors import CorruptLogError
+from storage.log import PartitionLog
+from storage.records import decode_record, encode_record
+
+from ..clock import Clock
+from ..logs import get_logger
+from .errors import CoordinatorError, load_in_progress, not_available, write_failed
+from .partitioner import partition_for
+from .result import Result
+from .timers import TimerQueue
+
+log = get_logger("coordinator.runtime")
+
+
+class Shard(Protocol):
+    """The in-memory state of one coordinator partition, rebuilt from its records."""
+
+    timers: TimerQueue
+
+    def replay(self, offset: int, key: Any, value: Any | None) -> None: ...
+
+    def on_loaded(self, now_ms: int) -> None: ...
+
+
+WriteHandler = Callable[[Any, int], Result]
+ReadHandler = Callable[[Any, int], Any]
+EventListener = Callable[[int, float, float], None]
+
+
+class PartitionState(Enum):
+    LOADING = "loading"
+    ACTIVE = "active"
+    FAILED = "failed"
+    CLOSED = "closed"
+
+
+@dataclass(slots=True)
+class _Event:
+    write: bool
+    handler: Callable[[Any, int], Any]
+    future: asyncio.Future[Any] | None
+    enqueued: float = field(default_factory=time.perf_counter)
+    name: str = "request"
+
+
+class _Partition:
+    def __init__(self, index: int) -> None:
+        self.index = index
+        self.state = PartitionState.LOADING
+        self.log: PartitionLog | None = None
+        self.shard: Any = None
+        self.queue: asyncio.Queue[_Event] = asyncio.Queue()
+        self.appended = 0  # next offset to be written
+        self.durable = 0  # offsets below this are fsynced
+        self.waiters: deque[tuple[int, asyncio.Future[Any], Any]] = deque()
+        self.failure: str | None = None
+        self.load_time_ms: float | None = None
+        self.task: asyncio.Task[None] | None = None
+
+
+class CoordinatorRuntime:
+    def __init__(self, log_dir: str | Path, num_partitions: int,
+                 shard_factory: Callable[[int], Shard], clock: Clock, *,
+                 segment_bytes: int = 100 * 1024 * 1024, max_bytes: int | None = None,
+                 flush_interval_ms: int = 0, timer_tick_ms: int = 50,
+                 event_listener: EventListener | None = None) -> None:
+        self.log_dir = Path(log_dir)
+        self.num_partitions = num_partitions
+        self.shard_factory = shard_factory
+        self.clock = clock
+        self.segment_bytes = segment_bytes
+        self.budget = SizeBudget(max_bytes)
+        self.flush_interval_ms = flush_interval_ms
+        self.timer_tick_ms = timer_tick_ms
+        self.event_listener = event_listener
+        self.partitions = [_Partition(i) for i in range(num_partitions)]
+        self._dirty: set[_Partition] = set()
+        self._dirty_event = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._loaded = asyncio.Event()
+
+    # ------------------------------------------------------------------ lifecycle
+    async def start(self, *, drive_timers: bool = True) -> None:
+        """Start the processors and load every partition in the background (requests for a
+        partition still loading get COORDINATOR_LOAD_IN_PROGRESS)."""
+        for partition in self.partitions:
+            partition.task = asyncio.create_task(self._process(partition))
+        self._tasks.append(asyncio.create_task(self._load_all()))
+        self._tasks.append(asyncio.create_task(self._flush_loop()))
+        if drive_timers:
+            self._tasks.append(asyncio.create_task(self._timer_loop()))
+
+    async def wait_loaded(self) -> None:
+        await self._loaded.wait()
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for partition in self.partitions:
+            if partition.task is not None:
+                partition.task.cancel()
+        await asyncio.gather(*self._tasks, *(p.task for p in self.partitions if p.task),
+                             return_exceptions=True)
+        for partition in self.partitions:
+            if partition.log is not None:
+                with contextlib.suppress(OSError, ValueError):
+                    if partition.state is PartitionState.ACTIVE:
+                        partition.log.flush()
+                partition.log.close()
+            partition.state = PartitionState.CLOSED
+
+    # ------------------------------------------------------------------ loading
+    async def _load_all(self) -> None:
+        for partition in self.partitions:
+            await self._load(partition)
+        self._loaded.set()
+        total = sum(p.load_time_ms or 0.0 for p in self.partitions)
+        log.info("coordinator partitions loaded", partitions=self.num_partitions,
+                 load_time_ms=round(total, 1))
+
+    async def _load(self, partition: _Partition) -> None:
+        partition.state = PartitionState.LOADING
+        try:
+            plog, shard, load_ms, records = await asyncio.to_thread(self._open_and_replay,
+                                                                     partition.index)
+        except (CorruptLogError, OSError) as exc:
+            partition.state = PartitionState.FAILED
+            partition.failure = str(exc)
+            log.error("coordinator partition failed to load", partition=partition.index,
+                      error=str(exc))
+            return
+        partition.log = plog
+        partition.shard = shard
+        partition.appended = partition.durable = plog.next_offset
+        partition.load_time_ms = load_ms
+        partition.failure = None
+        shard.on_loaded(self.clock.now_ms())
+        partition.state = PartitionState.ACTIVE
+        if records:
+            log.info("coordinator partition loaded", partition=partition.index, records=records,
+                     load_time_ms=round(load_ms, 2))
+
+    def _open_and_replay(self, index: int) -> tuple[PartitionLog, Any, float, int]:
+        started = time.perf_counter()
+        plog = PartitionLog.open(self.log_dir, index, self.segment_bytes, budget=self.budget)
+        shard = self.shard_factory(index)
+        count = 0
+        try:
+            for offset, _ts, key_bytes, value_bytes in plog.read():
+                key, value = decode_record(key_bytes, value_bytes)
+                shard.replay(offset, key, value)
+                count += 1
+        except BaseException:
+            plog.close()
+            raise
+        return plog, shard, (time.perf_counter() - started) * 1000.0, count
+
+    # ------------------------------------------------------------------ scheduling
+    def partition_for(self, group_id: str) -> int:
+        return partition_for(group_id, self.num_partitions)
+
+    def state(self, index: int) -> PartitionState:
+        return self.partitions[index].state
+
+    def _active(self, index: int) -> _Partition:
+        partition = self.partitions[index]
+        if partition.state is PartitionState.LOADING:
+            raise load_in_progress(index)
+        if partition.state is not PartitionState.ACTIVE:
+            raise not_available(index, partition.failure or partition.state.value)
+        return partition
+
+    async def write(self, index: int, handler: WriteHandler, name: str = "request") -> Any:
+        """Run ``handler(shard, now)`` on the partition; its records are written, applied, and
+        its response returned once durable."""
+        return await self._submit(index, True, handler, name)
+
+    async def read(self, index: int, handler: ReadHandler, name: str = "request") -> Any:
+        """Run ``handler(shard, now)`` for its response; answered once everything applied
+        before it is durable."""
+        return await self._submit(index, False, handler, name)
+
+    async def _submit(self, index: int, write: bool, handler: Callable[[Any, int], Any],
+                      name: str) -> Any:
+        partition = self._active(index)
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        partition.queue.put_nowait(_Event(write, handler, future, name=name))
+        return await future
+
+    def queue_size(self, index: int) -> int:
+        return self.partitions[index].queue.qsize()
+
+    # ------------------------------------------------------------------ the processor
+    async def _process(self, partition: _Partition) -> None:
+        while True:
+            event = await partition.queue.get()
+            started = time.perf_counter()
+            try:
+                self._run_event(partition, event)
+            except Exception:  # a bug in a handler or replay: the partition is rebuilt from disk
+                log.exception("event failed; reloading the partition", partition=partition.index,
+                              event=event.name)
+                _fail(event.future, CoordinatorError(ErrorCode.unknown_server_error))
+                await self._reload(partition, "an event failed")
+            if self.event_listener is not None:
+                finished = time.perf_counter()
+                self.event_listener(partition.index, (started - event.enqueued) * 1000.0,
+                                    (finished - started) * 1000.0)
+
+    def _run_event(self, partition: _Partition, event: _Event) -> None:
+        if event.future is not None and event.future.done():
+            return  # the requester went away
+        if partition.state is not PartitionState.ACTIVE:
+            _fail(event.future, not_available(partition.index, partition.failure or "not active"))
+            return
+        now = self.clock.now_ms()
+        try:
+            outcome = event.handler(partition.shard, now)
+        except CoordinatorError as exc:
+            _fail(event.future, exc)
+            return
+        if event.write:
+            assert isinstance(outcome, Result), f"write handler returned {type(outcome)}"
+            if outcome.records and not self._append(partition, outcome.records, now, event):
+                return
+            response = outcome.response
+        else:
+            response = outcome
+        self._answer_when_durable(partition, event.future, response)
+
+    def _append(self, partition: _Partition, records: Any, now: int, event: _Event) -> bool:
+        assert partition.log is not None
+        encoded = [encode_record(key, value) for key, value in records]
+        try:
+            last = partition.log.append_batch(encoded, now)
+        except (OSError, ValueError) as exc:
+            log.error("coordinator write failed", partition=partition.index, event=event.name,
+                      records=len(encoded), error=str(exc))
+            _fail(event.future, write_failed(partition.index, str(exc)))
+            return False
+        base = last - len(encoded) + 1
+        for offset, (key, value) in enumerate(records, start=base):
+            partition.shard.replay(offset, key, value)
+        partition.appended = last + 1
+        self._dirty.add(partition)
+        self._dirty_event.set()
+        return True
+
+    def _answer_when_durable(self, partition: _Partition, future: asyncio.Future[Any] | None,
+                             response: Any) -> None:
+        if future is None:
+            return
+        if self.flush_interval_ms > 0 or partition.durable >= partition.appended:
+            if not future.done():
+                future.set_result(response)
+            return
+        partition.waiters.append((partition.appended, future, response))
+
+    # ------------------------------------------------------------------ group commit
+    async def _flush_loop(self) -> None:
+        while True:
+            if self.flush_interval_ms > 0:
+                await asyncio.sleep(self.flush_interval_ms / 1000.0)
+            else:
+                await self._dirty_event.wait()
+                await asyncio.sleep(0)  # let every shard append in this turn share the round
+            self._dirty_event.clear()
+            batch, self._dirty = self._dirty, set()
+            if batch:
+                await self._flush(batch)
+
+    async def _flush(self, batch: set[_Partition]) -> None:
+        """One fsync round: every partition appended to since the last round, in parallel."""
+        targets = [p for p in batch if p.state is PartitionState.ACTIVE and p.log is not None]
+        outcomes = await asyncio.gather(*(asyncio.to_thread(p.log.flush)  # type: ignore[union-attr]
+                                          for p in targets), return_exceptions=True)
+        for partition, outcome in zip(targets, outcomes, strict=True):
+            if isinstance(outcome, BaseException):
+                log.error("coordinator fsync failed", partition=partition.index,
+                          error=str(outcome))
+                self._fail_waiters(partition, write_failed(partition.index, str(outcome)))
+                await self._reload(partition, f"fsync failed: {outcome}")
+                continue
+            self._durable(partition, int(outcome))
+
+    def _durable(self, partition: _Partition, durable: int) -> None:
+        partition.durable = max(partition.durable, durable)
+        waiters = partition.waiters
+        while waiters and waiters[0][0] <= partition.durable:
+            _, future, response = waiters.popleft()
+            if not future.done():
+                future.set_result(response)
+
+    def _fail_waiters(self, partition: _Partition, error: CoordinatorError) -> None:
+        while partition.waiters:
+            _, future, _ = partition.waiters.popleft()
+            _fail(future, error)
+
+    async def flush_now(self) -> None:
+        """Flush every dirty partition at once (tests, shutdown)."""
+        batch, self._dirty = self._dirty, set()
+        if batch:
+            await self._flush(batch)
+
+    async def _reload(self, partition: _Partition, why: str) -> None:
+        """Rebuild the partition's state from its log: the log is the only source of truth."""
+        self._fail_waiters(partition, not_available(partition.index, why))
+        if partition.log is not None:
+            with contextlib.suppress(OSError, ValueError):
+                partition.log.close()
+        partition.log = None
+        partition.shard = None
+        await self._load(partition)
+
+    # ------------------------------------------------------------------ timers
+    async def _timer_loop(self) -> None:
+        tick = self.timer_tick_ms / 1000.0
+        while True:
+            self.fire_due_timers()
+            await asyncio.sleep(tick)
+
+    def fire_due_timers(self) -> int:
+        """Queue every due timer of every active partition as an event; returns how many."""
+        now = self.clock.now_ms()
+        fired = 0
+        for partition in self.partitions:
+            if partition.state is not PartitionState.ACTIVE:
+                continue
+            for key, action in partition.shard.timers.poll(now):
+                partition.queue.put_nowait(_Event(True, action, None, name=f"timer {key}"))
+                fired += 1
+        return fired
+
+    async def drain(self, index: int) -> None:
+        """Wait until every event queued on the partition so far has run (tests)."""
+        await self.read(index, lambda shard, now: None, name="drain")
+
+
+def _fail(future: asyncio.Future[Any] | None, error: BaseException) -> None:
+    if future is not None and not future.done():
+        future.set_exception(error)
