@@ -8,7 +8,6 @@ STAMP := $(VENV)/.installed
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip==25.3
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
