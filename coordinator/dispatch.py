@@ -19,6 +19,7 @@ from protocol import (
     decode_request,
     encode_response,
     error_response,
+    has_field,
     parse_request_header,
     peek_fixed,
     schema,
@@ -43,6 +44,15 @@ class Dispatcher:
 
     def dispatch(self, frame: bytes, connection_id: str) -> bytes | Awaitable[bytes]:
         try:
+            return self._dispatch(frame, connection_id)
+        except CloseConnection:
+            raise
+        except Exception as exc:  # a bug of ours: log it, and drop only this connection
+            log.exception("request failed", connection=connection_id)
+            raise CloseConnection(f"internal error: {exc}") from exc
+
+    def _dispatch(self, frame: bytes, connection_id: str) -> bytes | Awaitable[bytes]:
+        try:
             api_key, api_version, correlation_id = peek_fixed(frame)
         except ProtocolError as exc:
             raise CloseConnection(str(exc)) from None
@@ -58,20 +68,23 @@ class Dispatcher:
                 f"malformed {api_name(api_key)} v{api_version} request: {exc}"
             ) from None
         ctx = RequestContext(request.header, request.schema, self.broker, connection_id)
+        log.debug("request", connection=connection_id, client_id=request.header.client_id,
+                  api=api_name(api_key), version=api_version,
+                  correlation_id=request.header.correlation_id)
         try:
             result = spec.handler(ctx, request.body)
+            if inspect.isawaitable(result):
+                return self._finish(ctx, result)
+            return self._encode(ctx, result)
         except Exception:
             return self._failed(ctx)
-        if inspect.isawaitable(result):
-            return self._finish(ctx, result)
-        return self._encode(ctx, result)
 
     async def _finish(self, ctx: RequestContext, pending: Awaitable[Any]) -> bytes:
         try:
             body = await pending
+            return self._encode(ctx, body)
         except Exception:
             return self._failed(ctx)
-        return self._encode(ctx, body)
 
     def _encode(self, ctx: RequestContext, body: Any) -> bytes:
         return encode_response(ctx.schema, ctx.header.correlation_id, body)
@@ -79,6 +92,10 @@ class Dispatcher:
     def _failed(self, ctx: RequestContext) -> bytes:
         log.exception("handler failed", api=api_name(ctx.header.api_key), version=ctx.version,
                       connection=ctx.connection_id, client_id=ctx.header.client_id)
+        if not has_field(ctx.schema.response_type, "error_code"):
+            # No top-level error code to carry the failure: an empty body would read as
+            # success, so the connection is closed instead.
+            raise CloseConnection("internal error with no error field to report it in")
         body = error_response(ctx.schema.response_type, ErrorCode.unknown_server_error)
         return self._encode(ctx, body)
 
@@ -93,5 +110,10 @@ class Dispatcher:
             raise CloseConnection(
                 f"unsupported {api_name(api_key)} version {api_version}: {exc}"
             ) from None
+        if not has_field(found.response_type, "error_code"):
+            raise CloseConnection(
+                f"unsupported {api_name(api_key)} version {api_version}, and its response has "
+                "no top-level error code"
+            )
         body = error_response(found.response_type, ErrorCode.unsupported_version)
         return encode_response(found, correlation_id, body)

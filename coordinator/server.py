@@ -22,6 +22,7 @@ log = get_logger("coordinator.server")
 
 _SIZE = struct.Struct(">i")
 MAX_IN_FLIGHT = 64
+CLOSE_GRACE_S = 10.0
 _END = object()
 
 
@@ -45,10 +46,12 @@ class Connection:
                 tasks.start_soon(self._write_responses)
                 try:
                     await self._read_requests()
-                    await self.pending.put(_END)  # EOF: answer what was asked, then close
+                    await self._answer_then_close(tasks.cancel_scope)
                 except CloseConnection as exc:
+                    # Like Kafka, which answers each request before reading the next: what was
+                    # read before the bad frame is still answered, then the connection closes.
                     self.reason = str(exc)
-                    tasks.cancel_scope.cancel()
+                    await self._answer_then_close(tasks.cancel_scope)
                 except (ConnectionError, asyncio.IncompleteReadError):
                     self.reason = "connection reset"
                     tasks.cancel_scope.cancel()
@@ -58,6 +61,11 @@ class Connection:
         finally:
             self.writer.close()
             log.info("connection closed", connection=self.id, reason=self.reason)
+
+    async def _answer_then_close(self, scope: anyio.CancelScope) -> None:
+        """Let the writer send the answers still owed, for at most ``CLOSE_GRACE_S``."""
+        scope.deadline = anyio.current_time() + CLOSE_GRACE_S
+        await self.pending.put(_END)
 
     async def _read_requests(self) -> None:
         max_bytes = self.server.max_request_bytes
@@ -106,7 +114,15 @@ class Connection:
             if isinstance(item, bytes):
                 data = item
             else:
-                data = await item  # type: ignore[misc]
+                try:
+                    data = await item  # type: ignore[misc]
+                except CloseConnection as exc:
+                    self.reason = str(exc)
+                    log.warning("closing connection: request failed", connection=self.id,
+                                reason=self.reason)
+                    if self._scope is not None:
+                        self._scope.cancel()
+                    return
             try:
                 self.writer.write(data)
                 await self.writer.drain()
@@ -145,6 +161,8 @@ class KafkaServer:
         self._connections.add(task)
         try:
             await connection.run()
+        except Exception:  # never let one connection's failure reach the event loop
+            log.exception("connection failed", connection=connection.id)
         finally:
             self._connections.discard(task)
 

@@ -21,7 +21,11 @@ from .topic_names import InvalidTopicName, validate_topic_name
 
 log = get_logger("coordinator.topic_admin")
 
-MAX_PARTITIONS = 2**31 - 1
+# Like Kafka's controller (10,000 records per user operation): one request cannot make more
+# partitions than this, so a typo cannot stall the server building a huge topic.
+MAX_NEW_PARTITIONS_PER_REQUEST = 10_000
+_TOO_MANY = (f"Excessively large number of partitions per request (at most "
+             f"{MAX_NEW_PARTITIONS_PER_REQUEST}).")
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +127,8 @@ async def create_topic(
         else:
             partitions = num_partitions
         replication = _check_replication(broker, replication_factor)
+    if partitions > MAX_NEW_PARTITIONS_PER_REQUEST:
+        raise TopicError(ErrorCode.invalid_partitions, _TOO_MANY)
     stored = validate_topic_configs(configs or {})
     if validate_only:
         return None, partitions, replication, stored
@@ -158,8 +164,8 @@ async def add_partitions(broker: Broker, name: str, count: int,
     if count == topic.partitions:
         raise TopicError(ErrorCode.invalid_partitions,
                          f"Topic already has {topic.partitions} partitions.")
-    if count > MAX_PARTITIONS:
-        raise TopicError(ErrorCode.invalid_partitions, "Too many partitions requested.")
+    if count - topic.partitions > MAX_NEW_PARTITIONS_PER_REQUEST:
+        raise TopicError(ErrorCode.invalid_partitions, _TOO_MANY)
     if assignments is not None:
         added = count - topic.partitions
         if len(assignments) != added:

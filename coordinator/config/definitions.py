@@ -7,6 +7,8 @@ later feature is the first to read them.
 
 from __future__ import annotations
 
+from assignors import ASSIGNORS
+
 from .model import INT_MAX, LONG_MAX, ConfigDef, ConfigType, Importance
 
 INT, LONG, SHORT, BOOL, STRING, LIST, DOUBLE = (
@@ -115,7 +117,17 @@ BROKER_CONFIGS: tuple[ConfigDef, ...] = (
     *_group_protocol_family("consumer", INT_MAX, (1, None)),
     ConfigDef("group.consumer.assignors", LIST, ["uniform", "range"],
               "The server side assignors as a list of names. The first one in the list is the "
-              "default assignor, used when the consumer does not specify one."),
+              "default assignor, used when the consumer does not specify one.",
+              one_of=tuple(sorted(ASSIGNORS))),
+    ConfigDef("group.consumer.lag.assignor.offset.reset", STRING, "latest",
+              "How the lag assignor counts the lag of a partition with no committed offset: "
+              "earliest (the whole log) or latest (no lag), like auto.offset.reset.",
+              one_of=("earliest", "latest")),
+    ConfigDef("group.consumer.lag.assignor.stickiness.tolerance", DOUBLE, 0.2,
+              "The lag assignor keeps a topic's current assignment unless its lag spread is "
+              "worse than a fresh assignment's by more than this fraction of the topic's mean "
+              "lag per subscriber, so that lag noise does not move partitions.",
+              at_least=0.0, at_most=10.0),
     ConfigDef("group.consumer.migration.policy", STRING, "bidirectional",
               "The config that enables converting the non-empty classic group using the "
               "consumer embedded protocol to the non-empty consumer group using the consumer "
