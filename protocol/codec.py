@@ -6,7 +6,6 @@ the decoded body; ``encode_response`` returns a whole size-prefixed frame ready 
 
 from __future__ import annotations
 
-import io
 import struct
 from dataclasses import dataclass
 from typing import Any
@@ -59,14 +58,11 @@ def decode_body(found: Schema, frame: bytes | memoryview, offset: int) -> Any:
 
 def encode_response(found: Schema, correlation_id: int, body: Any) -> bytes:
     """A whole response frame, size prefix included."""
-    buf = io.BytesIO()
-    buf.write(_SIZE_PLACEHOLDER)
-    buf.write(encode_response_header(correlation_id, found.response_header_version))
-    found.write_response(buf, body)
-    out = buf.getbuffer()
-    _SIZE.pack_into(out, 0, len(out) - 4)
-    del out
-    return buf.getvalue()
+    buf = bytearray(_SIZE_PLACEHOLDER)
+    buf += encode_response_header(correlation_id, found.response_header_version)
+    found.append_response(buf, body)
+    _SIZE.pack_into(buf, 0, len(buf) - 4)
+    return bytes(buf)
 
 
 def encode_request(
@@ -77,14 +73,11 @@ def encode_request(
     header = RequestHeader(
         found.api_key, found.version, correlation_id, client_id, found.request_header_version
     )
-    buf = io.BytesIO()
-    buf.write(_SIZE_PLACEHOLDER)
-    buf.write(encode_request_header(header))
-    found.write_request(buf, body)
-    out = buf.getbuffer()
-    _SIZE.pack_into(out, 0, len(out) - 4)
-    del out
-    return buf.getvalue()
+    buf = bytearray(_SIZE_PLACEHOLDER)
+    buf += encode_request_header(header)
+    found.append_request(buf, body)
+    _SIZE.pack_into(buf, 0, len(buf) - 4)
+    return bytes(buf)
 
 
 def decode_response(found: Schema, frame: bytes | memoryview) -> tuple[int, Any]:

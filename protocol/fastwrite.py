@@ -4,8 +4,9 @@ kio decodes in Rust but encodes with generic Python closures, one call per field
 class, ``compile_writer`` generates (once, cached) the source of a ``write(buf, value)`` function
 specialised to that class and ``exec``s it: runs of fixed-width fields are packed by a single
 precompiled ``struct.Struct``, strings and arrays are inlined with one-byte fast paths for their
-varint lengths, arrays of integers are packed in one call, and nested entities call their own
-compiled writers. ``buf`` is a ``bytearray`` that the function appends to.
+varint lengths, arrays of integers are packed in one call, and nested entities are inlined (a
+few levels deep; deeper ones call their own compiled writers). ``buf`` is a ``bytearray`` that
+the function appends to.
 
 kio's ``entity_writer`` is the reference semantics (see kio/serial/_serialize.py and writers.py);
 tests check byte-for-byte equality over every request and response class kio knows. A class
@@ -44,6 +45,8 @@ BufferWriter = Callable[[bytearray, Any], None]
 # Arrays of integers up to this length are packed with a precompiled Struct; longer ones build
 # their format (struct caches compiled formats internally).
 _ARRAY_STRUCTS = 64
+# Nested entities this deep or deeper call their own writer instead of being inlined.
+_INLINE_DEPTH = 3
 
 
 class Unsupported(Exception):
@@ -78,6 +81,7 @@ _BASE_NAMESPACE: dict[str, Any] = {
     "_pack": struct.pack,
     "_i16": struct.Struct(">h").pack,
     "_i32": struct.Struct(">i").pack,
+    "_u2": struct.Struct(">BB").pack,
     "_UZ": uuid_zero.bytes,
     "_too_long": _legacy_string_too_long,
     "isinstance": isinstance,
@@ -132,14 +136,18 @@ _Op = _Fixed | _Code
 
 
 class _Compiler:
-    """Generates the source of one entity's writer."""
+    """Generates the source of one entity's writer.
+
+    Nested entities are inlined (their fields read through the parent's expression or a loop
+    variable) down to ``_INLINE_DEPTH`` levels; deeper ones call their own compiled writer.
+    """
 
     def __init__(self, cls: type) -> None:
         self.cls = cls
-        self.flexible = bool(cls.__flexible__)
         self.namespace: dict[str, Any] = dict(_BASE_NAMESPACE)
         self.counter = itertools.count()
         self.constants: dict[int, str] = {}
+        self.inlining: list[type] = []
 
     # -- names --------------------------------------------------------------------------------
 
@@ -151,7 +159,7 @@ class _Compiler:
         name = self.constants.get(key)
         if name is None:
             name = self.local(f"_{stem}")
-            self.namespace[name] = value
+            self.namespace[name] = value  # keeps ``value`` alive, so its id stays unique
             self.constants[key] = name
         return name
 
@@ -179,42 +187,31 @@ class _Compiler:
             return code, f"(-1 if {v} is None else {template.format(v=v)})"
         return code, v if template is None else template.format(v=v)
 
-    def uvarint(self, buf: str, expr: str, indent: str) -> list[str]:
-        """Append the unsigned varint of ``expr`` (a simple name) to ``buf``."""
+    @staticmethod
+    def uvarint(buf: str, name: str, indent: str) -> list[str]:
+        """Append the unsigned varint of the local ``name`` to ``buf``."""
         return [
-            f"{indent}if {expr} < 128:",
-            f"{indent}    {buf}.append({expr})",
+            f"{indent}if {name} < 128:",
+            f"{indent}    {buf}.append({name})",
+            f"{indent}elif {name} < 16384:",
+            f"{indent}    {buf} += _u2({name} & 127 | 128, {name} >> 7)",
             f"{indent}else:",
-            f"{indent}    _uv({buf}, {expr})",
+            f"{indent}    _uv({buf}, {name})",
         ]
 
     def string(
-        self, kafka_type: str, optional: bool, buf: str, v: str, indent: str, legacy_client_id: bool
+        self, kafka_type: str, compact: bool, optional: bool, buf: str, v: str, indent: str
     ) -> list[str]:
         """Statements appending the string/bytes/records value in local ``v`` to ``buf``."""
         lines: list[str] = []
-        if self.flexible and not legacy_client_id:
-            if optional:
-                lines += [f"{indent}if {v} is None:", f"{indent}    {buf}.append(0)", f"{indent}else:"]
-                indent += "    "
-            else:
-                lines += [
-                    f"{indent}if {v} is None:",
-                    f"{indent}    raise TypeError('Unexpectedly received None value')",
-                ]
-            n = self.local("n")
-            lines += [
-                f"{indent}if isinstance({v}, str):",
-                f"{indent}    {v} = {v}.encode()",
-                f"{indent}{n} = len({v}) + 1",
-                *self.uvarint(buf, n, indent),
-                f"{indent}{buf} += {v}",
-            ]
-            return lines
-        string = kafka_type == "string" or legacy_client_id
         if optional:
-            null = "b'\\xff\\xff'" if string else "b'\\xff\\xff\\xff\\xff'"
-            lines += [f"{indent}if {v} is None:", f"{indent}    {buf} += {null}", f"{indent}else:"]
+            if compact:
+                null = f"{buf}.append(0)"
+            elif kafka_type == "string":
+                null = f"{buf} += b'\\xff\\xff'"
+            else:
+                null = f"{buf} += b'\\xff\\xff\\xff\\xff'"
+            lines += [f"{indent}if {v} is None:", f"{indent}    {null}", f"{indent}else:"]
             indent += "    "
         else:
             lines += [
@@ -222,7 +219,16 @@ class _Compiler:
                 f"{indent}    raise TypeError('Unexpectedly received None value')",
             ]
         n = self.local("n")
-        if string:
+        if compact:
+            # kio's compact writer takes str or bytes for every kind.
+            lines += [
+                f"{indent}if isinstance({v}, str):",
+                f"{indent}    {v} = {v}.encode()",
+                f"{indent}{n} = len({v}) + 1",
+                *self.uvarint(buf, n, indent),
+                f"{indent}{buf} += {v}",
+            ]
+        elif kafka_type == "string":
             lines += [
                 f"{indent}{v} = {v}.encode()",
                 f"{indent}{n} = len({v})",
@@ -235,10 +241,12 @@ class _Compiler:
             lines += [f"{indent}{buf} += _i32(len({v}))", f"{indent}{buf} += {v}"]
         return lines
 
-    def array_header(self, buf: str, a: str, indent: str) -> tuple[list[str], str, str]:
+    def array_header(
+        self, flexible: bool, buf: str, a: str, indent: str
+    ) -> tuple[list[str], str, str]:
         """Length prefix of the array in local ``a``; returns (lines, body indent, length name)."""
         n = self.local("n")
-        if self.flexible:
+        if flexible:
             m = self.local("m")
             lines = [
                 f"{indent}if {a} is None:",
@@ -254,65 +262,99 @@ class _Compiler:
                 f"{indent}    {buf} += b'\\xff\\xff\\xff\\xff'",
                 f"{indent}else:",
                 f"{indent}    {n} = len({a})",
-                f"{indent}    if {n} > 2147483647:",
-                f"{indent}        raise OverflowError('Sequence is too long for legacy array')",
                 f"{indent}    {buf} += _i32({n})",
             ]
         return lines, indent + "    ", n
 
-    def entity_writer_name(self, field_type: type, nullable: bool) -> str:
-        if field_type is self.cls:
-            raise Unsupported("recursive entity")
-        return self.constant(compile_writer(field_type, nullable), "w")
+    def nested(self, cls: type, v: str, buf: str, indent: str) -> list[_Op]:
+        """Ops appending the (non-null) entity ``v`` of class ``cls``: inlined or a call."""
+        if cls in self.inlining:
+            raise Unsupported(f"recursive entity {cls.__qualname__}")
+        if len(self.inlining) > _INLINE_DEPTH:
+            writer = self.constant(compile_writer(cls), "w")
+            return [_Code([f"{indent}{writer}({buf}, {v})"])]
+        return self.entity(cls, v, buf, indent)
 
-    def field(self, f: Field[Any], buf: str, v: str, indent: str, is_tag: bool) -> list[_Op]:
-        """Ops appending field ``f`` whose value is the expression ``v`` (a name or an
-        attribute access, free of side effects) to ``buf``."""
+    # -- entities and fields ------------------------------------------------------------------
+
+    def entity(self, cls: type, v: str, buf: str, indent: str) -> list[_Op]:
+        """Ops appending entity ``v`` (an expression free of side effects) of class ``cls``."""
+        self.inlining.append(cls)
+        try:
+            flexible = bool(cls.__flexible__)
+            ops: list[_Op] = []
+            tagged: list[tuple[int, Field[Any]]] = []
+            for f in fields(cls):
+                tag = get_field_tag(f)
+                if tag is not None:
+                    tagged.append((int(tag), f))
+                    continue
+                ops += self.field(cls, f, buf, f"{v}.{f.name}", indent, is_tag=False)
+            if tagged and not flexible:
+                raise Unsupported("tagged fields on a non-flexible entity")
+            if flexible:
+                tagged.sort(key=lambda pair: pair[0])
+                ops += self.tagged(cls, tagged, v, buf, indent)
+            return ops
+        finally:
+            self.inlining.pop()
+
+    def field(
+        self, cls: type, f: Field[Any], buf: str, v: str, indent: str, is_tag: bool
+    ) -> list[_Op]:
+        """Ops appending field ``f`` of an entity of class ``cls``, whose value is ``v``."""
+        flexible = bool(cls.__flexible__)
+        # Tagged fields are never written as nullable (kio: absent tag = default).
         optional = False if is_tag else is_optional(f)
         kind = classify_field(f)
-        legacy_client_id = self.cls.__name__ == "RequestHeader" and f.name == "client_id"
 
         if isinstance(kind, PrimitiveField):
             kafka_type = get_schema_field_type(f)
-            if legacy_client_id:
-                optional = True
             if kafka_type in _STRINGISH:
+                compact = flexible
+                if cls.__name__ == "RequestHeader" and f.name == "client_id":
+                    compact, optional = False, True  # Kafka's special case, as kio does
                 s = self.local("s")
-                return [
-                    _Code(
-                        [
-                            f"{indent}{s} = {v}",
-                            *self.string(kafka_type, optional, buf, s, indent, legacy_client_id),
-                        ]
-                    )
-                ]
+                lines = [f"{indent}{s} = {v}"]
+                lines += self.string(kafka_type, compact, optional, buf, s, indent)
+                return [_Code(lines)]
             fixed = self.fixed_expr(kafka_type, optional, v)
             if fixed is None:
                 raise Unsupported(f"kafka type {kafka_type!r}")
             return [_Fixed(*fixed)]
 
         if isinstance(kind, EntityField):
-            writer = self.entity_writer_name(kind.type_, optional)
-            return [_Code([f"{indent}{writer}({buf}, {v})"])]
+            if not optional:
+                return self.nested(kind.type_, v, buf, indent)
+            e = self.local("e")
+            lines = [
+                f"{indent}{e} = {v}",
+                f"{indent}if {e} is None:",
+                f"{indent}    {buf}.append(255)",
+                f"{indent}else:",
+                f"{indent}    {buf}.append(1)",
+            ]
+            inner = indent + "    "
+            lines += self.render(self.nested(kind.type_, e, buf, inner), buf, inner)
+            return [_Code(lines)]
 
         a = self.local("a")
         lines = [f"{indent}{a} = {v}"]
-        header, body, n = self.array_header(buf, a, indent)
+        header, body, n = self.array_header(flexible, buf, a, indent)
         lines += header
         item = self.local("it")
 
         if isinstance(kind, EntityTupleField):
-            writer = self.entity_writer_name(kind.type_, False)
-            lines += [f"{body}for {item} in {a}:", f"{body}    {writer}({buf}, {item})"]
+            lines.append(f"{body}for {item} in {a}:")
+            inner = body + "    "
+            lines += self.render(self.nested(kind.type_, item, buf, inner), buf, inner)
             return [_Code(lines)]
 
         assert isinstance(kind, PrimitiveTupleField)
         kafka_type = get_schema_field_type(f)
         if kafka_type in _STRINGISH:
-            lines += [
-                f"{body}for {item} in {a}:",
-                *self.string(kafka_type, False, buf, item, body + "    ", False),
-            ]
+            lines.append(f"{body}for {item} in {a}:")
+            lines += self.string(kafka_type, flexible, False, buf, item, body + "    ")
             return [_Code(lines)]
         fixed = self.fixed_expr(kafka_type, False, item)
         if fixed is None:
@@ -333,39 +375,42 @@ class _Compiler:
             lines += [f"{body}for {item} in {a}:", f"{body}    {buf} += {packer}({expr})"]
         return [_Code(lines)]
 
-    def tagged(self, tagged: list[tuple[int, Field[Any]]], indent: str) -> list[_Op]:
-        """The tagged-field section of a flexible entity."""
+    def tagged(
+        self, cls: type, tagged: list[tuple[int, Field[Any]]], v: str, buf: str, indent: str
+    ) -> list[_Op]:
+        """The tagged-field section of a flexible entity: count, then (tag, size, value)s."""
         if not tagged:
             return [_Fixed("x", None)]  # zero tagged fields
-        lines = [f"{indent}tb = None", f"{indent}nt = 0"]
+        tb, nt = self.local("tb"), self.local("nt")
+        lines = [f"{indent}{tb} = None", f"{indent}{nt} = 0"]
         for tag, f in tagged:
             default = f.default if f.default is not MISSING else get_tagged_field_default(f)
             t = self.local("t")
-            lines.append(f"{indent}{t} = value.{f.name}")
+            lines.append(f"{indent}{t} = {v}.{f.name}")
+            # kio skips a tagged field equal to its default (explicit, else implicit).
             if default is None:
                 lines.append(f"{indent}if {t} is not None:")
             else:
                 lines.append(f"{indent}if not ({t} == {self.constant(default, 'd')}):")
             inner = indent + "    "
-            tmp = self.local("tmp")
+            tmp, n = self.local("tmp"), self.local("n")
             lines.append(f"{inner}{tmp} = bytearray()")
-            lines += self.render(self.field(f, tmp, t, inner, is_tag=True), tmp, inner)
-            n = self.local("n")
+            lines += self.render(self.field(cls, f, tmp, t, inner, is_tag=True), tmp, inner)
             lines += [
-                f"{inner}if tb is None:",
-                f"{inner}    tb = bytearray()",
-                f"{inner}tb += {_uvarint_bytes(tag)!r}",
+                f"{inner}if {tb} is None:",
+                f"{inner}    {tb} = bytearray()",
+                f"{inner}{tb} += {_uvarint_bytes(tag)!r}",
                 f"{inner}{n} = len({tmp})",
-                *self.uvarint("tb", n, inner),
-                f"{inner}tb += {tmp}",
-                f"{inner}nt += 1",
+                *self.uvarint(tb, n, inner),
+                f"{inner}{tb} += {tmp}",
+                f"{inner}{nt} += 1",
             ]
         lines += [
-            f"{indent}if tb is None:",
-            f"{indent}    buf.append(0)",
+            f"{indent}if {tb} is None:",
+            f"{indent}    {buf}.append(0)",
             f"{indent}else:",
-            *self.uvarint("buf", "nt", indent + "    "),
-            f"{indent}    buf += tb",
+            *self.uvarint(buf, nt, indent + "    "),
+            f"{indent}    {buf} += {tb}",
         ]
         return [_Code(lines)]
 
@@ -394,23 +439,10 @@ class _Compiler:
                 flush()
                 lines += op.lines
         flush()
-        return lines
+        return lines or [f"{indent}pass"]
 
     def source(self) -> str:
-        ops: list[_Op] = []
-        tagged: list[tuple[int, Field[Any]]] = []
-        for f in fields(self.cls):
-            tag = get_field_tag(f)
-            if tag is not None:
-                tagged.append((int(tag), f))
-                continue
-            ops += self.field(f, "buf", f"value.{f.name}", "    ", is_tag=False)
-        if tagged and not self.flexible:
-            raise Unsupported("tagged fields on a non-flexible entity")
-        if self.flexible:
-            tagged.sort(key=lambda pair: pair[0])
-            ops += self.tagged(tagged, "    ")
-        body = self.render(ops, "buf", "    ") or ["    pass"]
+        body = self.render(self.entity(self.cls, "value", "buf", "    "), "buf", "    ")
         return "\n".join(["def write(buf, value):", *body, ""])
 
 
@@ -423,8 +455,8 @@ class _Sink:
         self.write = buf.extend
 
 
-def _kio_fallback(cls: type, nullable: bool) -> BufferWriter:
-    kio_write = entity_writer(cls, nullable)  # type: ignore[call-overload]
+def _kio_fallback(cls: type) -> BufferWriter:
+    kio_write = entity_writer(cls)
 
     def write(buf: bytearray, value: Any) -> None:
         kio_write(_Sink(buf), value)
@@ -463,21 +495,20 @@ def compile_writer(cls: type, nullable: bool = False) -> BufferWriter:
     compiler = _Compiler(cls)
     try:
         source = compiler.source()
-    except Unsupported:
-        return _kio_fallback(cls, False)
-    namespace = compiler.namespace
-    code = compile(source, f"<fastwrite {cls.__module__}.{cls.__qualname__}>", "exec")
-    exec(code, namespace)
-    write: BufferWriter = namespace["write"]
-    write.__qualname__ = write.__name__ = f"write_{cls.__name__}"
-    return write
+        namespace = compiler.namespace
+        code = compile(source, f"<fastwrite {cls.__module__}.{cls.__qualname__}>", "exec")
+        exec(code, namespace)
+    except Exception:  # Unsupported, or anything kio's own introspection refuses
+        return _kio_fallback(cls)
+    writer: BufferWriter = namespace["write"]
+    writer.__qualname__ = writer.__name__ = f"write_{cls.__name__}"
+    return writer
 
 
 def is_compiled(cls: type) -> bool:
     """Whether ``cls`` (and every entity inside it) got a compiled writer, not kio's."""
     return not getattr(compile_writer(cls), "__fastwrite_fallback__", False) and all(
-        is_compiled(inner)
-        for inner in _nested_entities(cls)
+        is_compiled(inner) for inner in _nested_entities(cls)
     )
 
 

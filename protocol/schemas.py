@@ -13,11 +13,12 @@ from pkgutil import resolve_name
 from typing import IO, Any
 
 from kio.schema.index import api_key_map, schema_name_map
-from kio.serial import entity_reader, entity_writer
+from kio.serial import entity_reader
 from kio.static.constants import EntityType
 
 from .apikeys import ApiKey
 from .errors import UnknownApi, UnknownSchema
+from .fastwrite import BufferWriter, compile_writer, stream_writer
 
 Reader = Callable[[bytes | memoryview, int], tuple[Any, int]]
 Writer = Callable[[IO[bytes], Any], None]
@@ -34,6 +35,8 @@ class Schema:
     write_request: Writer
     read_response: Reader
     write_response: Writer
+    append_request: BufferWriter
+    append_response: BufferWriter
 
     @property
     def request_header_version(self) -> int:
@@ -75,7 +78,9 @@ def schema(api_key: int, version: int) -> Schema:
         request_type=request_type,
         response_type=response_type,
         read_request=entity_reader(request_type),
-        write_request=entity_writer(request_type),
+        write_request=stream_writer(request_type),
         read_response=entity_reader(response_type),
-        write_response=entity_writer(response_type),
+        write_response=stream_writer(response_type),
+        append_request=compile_writer(request_type),
+        append_response=compile_writer(response_type),
     )

@@ -6,6 +6,7 @@ by kafka-python, and must come back as the same bytes; then decoded by ours to t
 
 from __future__ import annotations
 
+import dataclasses
 import io
 from typing import Any
 
@@ -83,7 +84,7 @@ def test_same_bytes_as_kafka_python(api_key: int, version: int, request_side: bo
     value = data.draw(st.from_type(kind))
     if api_key == 18 and not request_side:
         # By protocol, a client reads an ApiVersions response carrying an error as v0.
-        assume(value.error_code is ErrorCode.none)
+        value = dataclasses.replace(value, error_code=ErrorCode.none)
     ours = _encode_ours(api_key, version, request_side, value)
     try:
         ours_decoded = _decode_ours(api_key, version, request_side, ours)
