@@ -7,15 +7,18 @@ import asyncio
 import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from assignors import bench as assignor_bench
 from storage.dump import dump
+from storage.errors import CorruptLogError
 
 from .bench import codec as codec_bench
 from .bench import store as store_bench
 from .config import ConfigError, ServerConfig
 from .config.properties import read_properties
 from .logs import configure_logging, get_logger
+from .metadata_log import METADATA_TOPIC
 
 
 def _parse_override(text: str) -> tuple[str, str]:
@@ -50,7 +53,10 @@ def build_parser() -> argparse.ArgumentParser:
     log_commands = log_cmd.add_subparsers(dest="log_command", required=True)
     dump = log_commands.add_parser("dump", help="every record as one JSON object per line")
     dump.add_argument("--log-dirs", required=True, help="the server's log.dirs")
-    dump.add_argument("--partition", type=int, default=None)
+    dump.add_argument("--partition", type=int, default=None,
+                      help="one coordinator partition (__consumer_offsets-N) only")
+    dump.add_argument("--metadata", action="store_true",
+                      help="the topic records (__cluster_metadata-0) instead")
     return parser
 
 
@@ -90,11 +96,19 @@ def serve(args: argparse.Namespace) -> int:
 
 
 def dump_log(args: argparse.Namespace) -> int:
+    if not Path(args.log_dirs).is_dir():
+        print(f"error: no such log directory: {args.log_dirs}", file=sys.stderr)
+        return 2
+    rows = (dump(args.log_dirs, 0, METADATA_TOPIC) if args.metadata
+            else dump(args.log_dirs, args.partition))
     try:
-        for row in dump(args.log_dirs, args.partition):
+        for row in rows:
             sys.stdout.write(json.dumps(row, default=str) + "\n")
     except BrokenPipeError:
         return 0
+    except CorruptLogError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import MalformedFrame
+from .guard import check_lengths
 from .header import (
     RequestHeader,
     encode_request_header,
@@ -46,6 +47,9 @@ def decode_request(frame: bytes | memoryview) -> Request:
 
 
 def decode_body(found: Schema, frame: bytes | memoryview, offset: int) -> Any:
+    # kio's native reader reserves memory for a declared length before reading, and a huge one
+    # aborts the whole process: every length is checked against the frame first.
+    check_lengths(found.request_type, frame, offset)
     try:
         body, size = found.read_request(frame, offset)
     except Exception as exc:  # the native reader raises several types on bad input

@@ -17,24 +17,23 @@ from storage.log import TOPIC, SegmentInfo, iter_segment_records, partition_dir
 from storage.records import decode_record, record_to_json
 from storage.segment import plan_directory, scan
 
-_DIR_RE = re.compile(rf"^{re.escape(TOPIC)}-(\d+)$")
 
-
-def partitions_in(log_dir: str | os.PathLike[str]) -> list[int]:
-    """The partitions that have a directory under ``log_dir``, sorted."""
+def partitions_in(log_dir: str | os.PathLike[str], topic: str = TOPIC) -> list[int]:
+    """The partitions of ``topic`` that have a directory under ``log_dir``, sorted."""
+    pattern = re.compile(rf"^{re.escape(topic)}-(\d+)$")
     found = []
     for entry in Path(log_dir).iterdir():
-        m = _DIR_RE.match(entry.name)
+        m = pattern.match(entry.name)
         if m and entry.is_dir():
             found.append(int(m.group(1)))
     return sorted(found)
 
 
 def read_partition(
-    log_dir: str | os.PathLike[str], partition: int
+    log_dir: str | os.PathLike[str], partition: int, topic: str = TOPIC
 ) -> Iterator[tuple[int, int, bytes, bytes | None]]:
     """The raw records (offset, timestamp, key, value) of one partition, read-only."""
-    directory = partition_dir(log_dir, partition)
+    directory = partition_dir(log_dir, partition, topic)
     if not directory.is_dir():
         return
     plan = plan_directory(directory)
@@ -49,16 +48,18 @@ def read_partition(
         yield from iter_segment_records(partition, SegmentInfo(base, path, len(buf)), buf)
 
 
-def dump(log_dir: str | os.PathLike[str], partition: int | None = None) -> Iterator[dict[str, Any]]:
+def dump(
+    log_dir: str | os.PathLike[str], partition: int | None = None, topic: str = TOPIC
+) -> Iterator[dict[str, Any]]:
     """Yield ``{"partition", "offset", "timestamp", "type", "key", "value"}`` per record.
 
     ``type`` is Kafka's record name (e.g. ``ConsumerGroupTargetAssignmentMetadata``); ``key``
     and ``value`` use Kafka's field names; ``value`` is None for a tombstone. A record that
     does not decode is reported with ``type`` ``"Undecodable"`` and an ``error`` field.
     """
-    parts = partitions_in(log_dir) if partition is None else [partition]
+    parts = partitions_in(log_dir, topic) if partition is None else [partition]
     for p in parts:
-        for offset, timestamp, key_bytes, value_bytes in read_partition(log_dir, p):
+        for offset, timestamp, key_bytes, value_bytes in read_partition(log_dir, p, topic):
             row: dict[str, Any] = {"partition": p, "offset": offset, "timestamp": timestamp}
             try:
                 key, value = decode_record(key_bytes, value_bytes)

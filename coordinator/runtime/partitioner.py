@@ -13,4 +13,6 @@ def java_string_hash(text: str) -> int:
 
 
 def partition_for(group_id: str, num_partitions: int) -> int:
-    return (java_string_hash(group_id) & 0x7FFFFFFF) % num_partitions
+    h = java_string_hash(group_id)
+    # Kafka's Utils.abs: Math.abs, except Integer.MIN_VALUE maps to 0.
+    return (0 if h == -(1 << 31) else abs(h)) % num_partitions

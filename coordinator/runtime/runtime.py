@@ -23,7 +23,6 @@ from typing import Any, Protocol
 
 from protocol import ErrorCode
 from storage.budget import SizeBudget
-from storage.errors import CorruptLogError
 from storage.log import PartitionLog
 from storage.records import decode_record, encode_record
 
@@ -148,7 +147,7 @@ class CoordinatorRuntime:
         try:
             plog, shard, load_ms, records = await asyncio.to_thread(self._open_and_replay,
                                                                      partition.index)
-        except (CorruptLogError, OSError) as exc:
+        except Exception as exc:  # corrupt log, I/O error, undecodable record, replay bug
             partition.state = PartitionState.FAILED
             partition.failure = str(exc)
             log.error("coordinator partition failed to load", partition=partition.index,
@@ -224,7 +223,7 @@ class CoordinatorRuntime:
                 self._run_event(partition, event)
             except Exception:  # a bug in a handler or replay: the partition is rebuilt from disk
                 log.exception("event failed; reloading the partition", partition=partition.index,
-                              event=event.name)
+                              event_name=event.name)
                 _fail(event.future, CoordinatorError(ErrorCode.unknown_server_error))
                 await self._reload(partition, "an event failed")
             if self.event_listener is not None:
@@ -259,8 +258,8 @@ class CoordinatorRuntime:
         try:
             last = partition.log.append_batch(encoded, now)
         except (OSError, ValueError) as exc:
-            log.error("coordinator write failed", partition=partition.index, event=event.name,
-                      records=len(encoded), error=str(exc))
+            log.error("coordinator write failed", partition=partition.index,
+                      event_name=event.name, records=len(encoded), error=str(exc))
             _fail(event.future, write_failed(partition.index, str(exc)))
             return False
         base = last - len(encoded) + 1
@@ -295,18 +294,25 @@ class CoordinatorRuntime:
                 await self._flush(batch)
 
     async def _flush(self, batch: set[_Partition]) -> None:
-        """One fsync round: every partition appended to since the last round, in parallel."""
+        """One fsync round: every partition appended to since the last round, in parallel; each
+        partition's answers go out as soon as its own fsync is done."""
         targets = [p for p in batch if p.state is PartitionState.ACTIVE and p.log is not None]
-        outcomes = await asyncio.gather(*(asyncio.to_thread(p.log.flush)  # type: ignore[union-attr]
-                                          for p in targets), return_exceptions=True)
-        for partition, outcome in zip(targets, outcomes, strict=True):
-            if isinstance(outcome, BaseException):
-                log.error("coordinator fsync failed", partition=partition.index,
-                          error=str(outcome))
-                self._fail_waiters(partition, write_failed(partition.index, str(outcome)))
-                await self._reload(partition, f"fsync failed: {outcome}")
-                continue
-            self._durable(partition, int(outcome))
+        await asyncio.gather(*(self._flush_one(p) for p in targets))
+
+    async def _flush_one(self, partition: _Partition) -> None:
+        plog = partition.log
+        assert plog is not None
+        try:
+            durable = await asyncio.to_thread(plog.flush)
+        except (OSError, ValueError) as exc:
+            if partition.log is not plog:
+                return  # reloaded meanwhile
+            log.error("coordinator fsync failed", partition=partition.index, error=str(exc))
+            self._fail_waiters(partition, write_failed(partition.index, str(exc)))
+            await self._reload(partition, f"fsync failed: {exc}")
+            return
+        if partition.log is plog:
+            self._durable(partition, durable)
 
     def _durable(self, partition: _Partition, durable: int) -> None:
         partition.durable = max(partition.durable, durable)
@@ -330,7 +336,10 @@ class CoordinatorRuntime:
     async def _reload(self, partition: _Partition, why: str) -> None:
         """Rebuild the partition's state from its log: the log is the only source of truth."""
         self._fail_waiters(partition, not_available(partition.index, why))
+        if partition.state is PartitionState.LOADING:
+            return  # a reload is already under way
         if partition.log is not None:
+            self.budget.release(partition.log.size_bytes)  # the reopen counts them again
             with contextlib.suppress(OSError, ValueError):
                 partition.log.close()
         partition.log = None

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import pickle
+import random
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from assignors import (
@@ -20,6 +22,8 @@ from assignors import (
     get_assignor,
     partition_lags,
 )
+from assignors import lag as lag_module
+from assignors._lag_reference import assign_reference
 
 from .assignor_checks import (
     build,
@@ -160,3 +164,90 @@ def test_options_are_validated() -> None:
         LagAssignor(stickiness_tolerance=-1)
     with pytest.raises(ValueError):
         LagAssignor(stickiness_tolerance=11)
+
+
+# --- equivalence with the reference implementation of the rule ---------------------------
+
+def _reference(spec: AssignmentSpec, tolerance: float = 0.2,
+               reset: OffsetReset = OffsetReset.LATEST):
+    return assign_reference(spec, lambda t: partition_lags(spec, t, reset), tolerance)
+
+
+def _lag_rows(data: st.DataObject, topics: list[TopicMetadata]) -> dict:
+    """Lags with many ties and zeros, or spread out, or all zero."""
+    kind = data.draw(st.sampled_from(["ties", "wide", "zero"]), label="lag kind")
+    values = {"ties": st.integers(0, 3), "wide": st.integers(0, 10**12), "zero": st.just(0)}
+    return {
+        t.topic_id: data.draw(st.lists(values[kind], min_size=t.partition_count,
+                                       max_size=t.partition_count), label=f"lags {t.name}")
+        for t in topics
+    }
+
+
+@pytest.fixture(params=["default", "rankings"])
+def ranking_mode(request, monkeypatch):
+    """Run once with the default thresholds and once with rankings for every topic."""
+    if request.param == "rankings":
+        monkeypatch.setattr(lag_module, "RANKING_MIN_MEMBERS", 0)
+        monkeypatch.setattr(lag_module, "RANKING_MIN_TOPICS", 1)
+    return request.param
+
+
+@settings(max_examples=300, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])  # it only patches constants
+@given(group_strategy(), st.data(), st.sampled_from([0.0, 0.2, 1.0, 10.0]))
+def test_matches_reference(ranking_mode, group, data, tolerance) -> None:
+    members, topics = group
+    lags = _lag_rows(data, topics)
+    assignor = LagAssignor(stickiness_tolerance=tolerance)
+    spec = build(members, topics, lags=lags)
+    first = assignor.assign(spec)
+    assert first == _reference(spec, tolerance)
+    # again from that assignment, after a join or leave and new lags
+    same = len({m.subscribed_topic_ids for m in members}) == 1
+    after = change(data, with_current(members, first), topics, same=same)
+    spec = build(after, topics, lags=_lag_rows(data, topics))
+    assert assignor.assign(spec) == _reference(spec, tolerance)
+
+
+def _random_group(rng: random.Random, members: int, topics: int, buckets: int):
+    tops = [TopicMetadata(topic_id(i), f"t{i}", rng.randrange(0, 9)) for i in range(topics)]
+    subs = [frozenset(t.topic_id for t in tops if rng.randrange(buckets) == b % buckets or
+                      buckets == 1) for b in range(buckets)]
+    group = [MemberSpec(f"m{i:03d}", subs[rng.randrange(buckets)]) for i in range(members)]
+    lags = {t.topic_id: [rng.choice((0, 0, 1, rng.randrange(10**6)))
+                         for _ in range(t.partition_count)] for t in tops}
+    return group, tops, lags
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_matches_reference_large_groups(seed) -> None:
+    """Groups with more subscribers than partitions per topic (the ranking path)."""
+    rng = random.Random(seed)
+    group, tops, lags = _random_group(rng, rng.randrange(50, 160), rng.randrange(5, 40),
+                                      rng.choice((1, 2, 3)))
+    assignor = LagAssignor(stickiness_tolerance=rng.choice((0.0, 0.2)))
+    tolerance = assignor.stickiness_tolerance
+    spec = build(group, tops, lags=lags)
+    first = assignor.assign(spec)
+    assert first == _reference(spec, tolerance)
+    for _ in range(3):
+        current = with_current(group, first)
+        if rng.random() < 0.5:
+            del current[rng.randrange(len(current))]
+        else:
+            current.append(MemberSpec("new", rng.choice(current).subscribed_topic_ids))
+        group = [m for m in current if m.member_id != "new"]
+        noisy = {tid: [max(0, v + rng.randrange(-5, 6)) if rng.random() < 0.9 else
+                       rng.randrange(10**6) for v in row] for tid, row in lags.items()}
+        spec = build(current, tops, lags=noisy)
+        result = assignor.assign(spec)
+        assert result == _reference(spec, tolerance)
+        first = result if len(current) == len(group) else assignor.assign(
+            build(group, tops, lags=noisy))
+
+
+def test_negative_lags_use_the_reference() -> None:
+    spec = build(_two_consumers(), [TopicMetadata(T0, "t0", 3)], lags={T0: [1, 2, 3]})
+    odd = dataclasses.replace(spec, lags=((5, -1, 3),))
+    assert LagAssignor().assign(odd) == _reference(odd)
