@@ -35,7 +35,8 @@ class App:
         self.metadata_log = MetadataLog.open(config.log_dir, image, clock)
         max_bytes = config["coordinator.log.max.bytes"]
         self.runtime = CoordinatorRuntime(
-            Path(config.log_dir), config["offsets.topic.num.partitions"], CoordinatorShard, clock,
+            Path(config.log_dir), config["offsets.topic.num.partitions"],
+            lambda partition: CoordinatorShard(partition, config), clock,
             segment_bytes=config["offsets.topic.segment.bytes"],
             max_bytes=None if max_bytes < 0 else max_bytes,
             flush_interval_ms=config["coordinator.log.flush.interval.ms"])

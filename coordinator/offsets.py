@@ -44,6 +44,7 @@ class OffsetCommit:
     retention_ms: int
     partitions: Sequence[PartitionCommit]
     api_version: int
+    group_instance_id: str | None = None
 
 
 class OffsetsState:

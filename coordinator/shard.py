@@ -35,8 +35,12 @@ register_replayer(OffsetCommitKey, _replay_offset_commit)
 
 
 class CoordinatorShard:
-    def __init__(self, partition: int) -> None:
+    def __init__(self, partition: int, config: Any = None) -> None:
+        """``config`` is the server config (``ServerConfig``); None means Kafka's defaults."""
+        from .groups.config import group_configs
+
         self.partition = partition
+        self.classic_config = group_configs(config)
         self.timers = TimerQueue()
         self.offsets = OffsetsState()
         self.groups: dict[str, Any] = {}
@@ -58,3 +62,7 @@ class CoordinatorShard:
 
     def group_exists(self, group_id: str) -> bool:
         return group_id in self.groups
+
+
+# Group types register their record types when imported; import them with the shard.
+from .groups import classic_session  # noqa: E402, F401

@@ -12,9 +12,13 @@ from . import (
     describe_cluster,
     describe_configs,
     find_coordinator,
+    heartbeat,
+    join_group,
+    leave_group,
     metadata,
     offset_commit,
     offset_fetch,
+    sync_group,
 )
 from .context import RequestContext
 from .registry import ApiRegistry, ApiSpec
@@ -34,4 +38,8 @@ def build_registry() -> ApiRegistry:
     registry.register(ApiKey.DESCRIBE_CONFIGS, 1, 4, describe_configs.handle)
     registry.register(ApiKey.OFFSET_COMMIT, 2, 9, offset_commit.handle)
     registry.register(ApiKey.OFFSET_FETCH, 1, 9, offset_fetch.handle)
+    registry.register(ApiKey.JOIN_GROUP, 0, 9, join_group.handle)
+    registry.register(ApiKey.SYNC_GROUP, 0, 5, sync_group.handle)
+    registry.register(ApiKey.HEARTBEAT, 0, 4, heartbeat.handle)
+    registry.register(ApiKey.LEAVE_GROUP, 0, 5, leave_group.handle)
     return registry

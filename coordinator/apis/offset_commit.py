@@ -8,7 +8,8 @@ from typing import Any
 from protocol import ErrorCode
 
 from .. import offsets
-from ..runtime import CoordinatorError
+from ..groups.commit_validation import validate_commit
+from ..runtime import CoordinatorError, Result
 from .context import RequestContext
 
 _ONE_MS = datetime.timedelta(milliseconds=1)
@@ -37,15 +38,21 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     elif accepted:
         commit = offsets.OffsetCommit(
             request.group_id, request.generation_id_or_member_epoch, request.member_id,
-            _ms(getattr(request, "retention_time", -1)), tuple(accepted), ctx.version)
+            _ms(getattr(request, "retention_time", -1)), tuple(accepted), ctx.version,
+            getattr(request, "group_instance_id", None))
         runtime = broker.runtime
         max_bytes = broker.config["offset.metadata.max.bytes"]
+
+        def handler(shard: Any, now: int) -> Result:
+            error = validate_commit(shard, commit)
+            if error is not None:
+                return Result((), {(c.topic, c.partition): error for c in commit.partitions})
+            return offsets.commit(shard.offsets, commit, now, max_bytes,
+                                  shard.group_exists(commit.group_id))
+
         try:
-            outcome = await runtime.write(
-                runtime.partition_for(request.group_id),
-                lambda shard, now: offsets.commit(shard.offsets, commit, now, max_bytes,
-                                                  shard.group_exists(commit.group_id)),
-                name="OffsetCommit")
+            outcome = await runtime.write(runtime.partition_for(request.group_id), handler,
+                                          name="OffsetCommit")
             errors.update(outcome)
         except CoordinatorError as exc:
             errors.update({(c.topic, c.partition): exc.code for c in accepted})

@@ -7,7 +7,7 @@ durable. Timers arrive as events on the same queue.
 
 from .errors import CoordinatorError
 from .partitioner import partition_for
-from .result import Result
+from .result import Pending, Result
 from .runtime import CoordinatorRuntime, PartitionState
 from .timers import TimerQueue
 
@@ -15,6 +15,7 @@ __all__ = [
     "CoordinatorError",
     "CoordinatorRuntime",
     "PartitionState",
+    "Pending",
     "Result",
     "TimerQueue",
     "partition_for",

@@ -30,7 +30,7 @@ from ..clock import Clock
 from ..logs import get_logger
 from .errors import CoordinatorError, load_in_progress, not_available, write_failed
 from .partitioner import partition_for
-from .result import Result
+from .result import Pending, Result
 from .timers import TimerQueue
 
 log = get_logger("coordinator.runtime")
@@ -77,6 +77,7 @@ class _Partition:
         self.appended = 0  # next offset to be written
         self.durable = 0  # offsets below this are fsynced
         self.waiters: deque[tuple[int, asyncio.Future[Any], Any]] = deque()
+        self.pending: dict[Any, asyncio.Future[Any]] = {}  # delayed answers by key
         self.failure: str | None = None
         self.load_time_ms: float | None = None
         self.task: asyncio.Task[None] | None = None
@@ -243,14 +244,26 @@ class CoordinatorRuntime:
         except CoordinatorError as exc:
             _fail(event.future, exc)
             return
-        if event.write:
-            assert isinstance(outcome, Result), f"write handler returned {type(outcome)}"
-            if outcome.records and not self._append(partition, outcome.records, now, event):
-                return
-            response = outcome.response
-        else:
-            response = outcome
-        self._answer_when_durable(partition, event.future, response)
+        if not event.write:
+            self._answer_when_durable(partition, event.future, outcome)
+            return
+        assert isinstance(outcome, Result), f"write handler returned {type(outcome)}"
+        if outcome.records and not self._append(partition, outcome.records, now, event):
+            return
+        if outcome.effect is not None:
+            outcome.effect()
+        for key, response in outcome.completions:
+            waiting = partition.pending.pop(key, None)
+            if waiting is not None:
+                self._answer_when_durable(partition, waiting, response)
+        if isinstance(outcome.response, Pending):
+            replaced = partition.pending.pop(outcome.response.key, None)
+            _fail(replaced, CoordinatorError(ErrorCode.unknown_member_id,
+                                             "replaced by a newer request"))
+            if event.future is not None:
+                partition.pending[outcome.response.key] = event.future
+            return
+        self._answer_when_durable(partition, event.future, outcome.response)
 
     def _append(self, partition: _Partition, records: Any, now: int, event: _Event) -> bool:
         assert partition.log is not None
@@ -327,6 +340,11 @@ class CoordinatorRuntime:
             _, future, _ = partition.waiters.popleft()
             _fail(future, error)
 
+    def _fail_pending(self, partition: _Partition, error: CoordinatorError) -> None:
+        pending, partition.pending = partition.pending, {}
+        for future in pending.values():
+            _fail(future, error)
+
     async def flush_now(self) -> None:
         """Flush every dirty partition at once (tests, shutdown)."""
         batch, self._dirty = self._dirty, set()
@@ -336,6 +354,7 @@ class CoordinatorRuntime:
     async def _reload(self, partition: _Partition, why: str) -> None:
         """Rebuild the partition's state from its log: the log is the only source of truth."""
         self._fail_waiters(partition, not_available(partition.index, why))
+        self._fail_pending(partition, not_available(partition.index, why))
         if partition.state is PartitionState.LOADING:
             return  # a reload is already under way
         if partition.log is not None:

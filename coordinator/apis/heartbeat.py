@@ -1,0 +1,19 @@
+"""Heartbeat v0-v4."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..groups import classic_session
+from .context import RequestContext
+from .group_common import run_on_group
+
+
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    beat = classic_session.HeartbeatRequest(
+        request.group_id, request.generation_id, request.member_id,
+        getattr(request, "group_instance_id", None))
+    error = await run_on_group(ctx, request.group_id,
+                               lambda shard, now: classic_session.heartbeat(shard, beat, now),
+                               "Heartbeat")
+    return ctx.respond(error_code=error)

@@ -1,0 +1,28 @@
+"""SyncGroup v0-v5."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from protocol import ErrorCode
+
+from ..groups import classic, classic_session
+from .context import RequestContext
+from .group_common import run_on_group
+
+
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    sync = classic.SyncRequest(
+        group_id=request.group_id, generation_id=request.generation_id,
+        member_id=request.member_id,
+        group_instance_id=getattr(request, "group_instance_id", None),
+        protocol_type=getattr(request, "protocol_type", None),
+        protocol_name=getattr(request, "protocol_name", None),
+        assignments=tuple((a.member_id, bytes(a.assignment)) for a in request.assignments))
+    outcome = await run_on_group(ctx, request.group_id,
+                                 lambda shard, now: classic_session.sync(shard, sync, now),
+                                 "SyncGroup")
+    if isinstance(outcome, ErrorCode):
+        outcome = classic.SyncOutcome(outcome)
+    return ctx.respond(error_code=outcome.error, assignment=outcome.assignment,
+                       protocol_type=outcome.protocol_type, protocol_name=outcome.protocol_name)

@@ -1,0 +1,204 @@
+"""The consumer group (KIP-848) and its members, as their records say.
+
+A :class:`ConsumerGroup` is rebuilt only by replaying records (see ``consumer_replay``); the
+heartbeat handler reads it and returns records, it never changes it. Members are immutable
+values: reconciliation returns a new member.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import Enum, IntEnum
+
+Assignment = Mapping[uuid.UUID, frozenset[int]]
+"""Partitions by topic id; topics with no partition are left out."""
+
+EMPTY: Assignment = {}
+
+LEAVE_GROUP_MEMBER_EPOCH = -1
+LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
+EMPTY_ASSIGNMENT_EPOCH = 1
+"""Seed 000: epoch 1 of a new group is reserved for the empty target assignment."""
+FIRST_GROUP_EPOCH = 2
+"""Seed 000: new groups start at group epoch 2."""
+
+
+class MemberState(IntEnum):
+    """Kafka's ``MemberState`` byte values (stored in the current assignment record)."""
+
+    STABLE = 0
+    UNREVOKED_PARTITIONS = 1
+    UNRELEASED_PARTITIONS = 2
+    UNKNOWN = 127
+
+
+class GroupState(Enum):
+    """What ConsumerGroupDescribe / ListGroups report."""
+
+    EMPTY = "Empty"
+    ASSIGNING = "Assigning"
+    RECONCILING = "Reconciling"
+    STABLE = "Stable"
+    DEAD = "Dead"
+
+
+def assignment_of(pairs: Iterable[tuple[uuid.UUID, Iterable[int]]]) -> dict[uuid.UUID,
+                                                                          frozenset[int]]:
+    """An assignment from (topic id, partitions) pairs, merging repeats, dropping empties."""
+    out: dict[uuid.UUID, frozenset[int]] = {}
+    for topic_id, partitions in pairs:
+        merged = out.get(topic_id, frozenset()) | frozenset(partitions)
+        if merged:
+            out[topic_id] = merged
+    return out
+
+
+def is_subset(owned: Iterable[tuple[uuid.UUID, Iterable[int]]] | None,
+              assignment: Assignment) -> bool:
+    """Kafka's ``isSubset``: every owned partition is in ``assignment`` (False when unknown)."""
+    if owned is None:
+        return False
+    for topic_id, partitions in owned:
+        held = assignment.get(topic_id)
+        if held is None or not set(partitions) <= held:
+            return False
+    return True
+
+
+def partition_count(assignment: Assignment) -> int:
+    return sum(len(p) for p in assignment.values())
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupMember:
+    member_id: str
+    member_epoch: int = 0
+    previous_member_epoch: int = 0
+    state: MemberState = MemberState.STABLE
+    instance_id: str | None = None
+    rack_id: str | None = None
+    rebalance_timeout_ms: int = -1
+    client_id: str = ""
+    client_host: str = ""
+    subscribed_topic_names: tuple[str, ...] = ()
+    subscribed_topic_regex: str | None = None
+    server_assignor: str | None = None
+    assigned_partitions: Assignment = field(default_factory=dict)
+    partitions_pending_revocation: Assignment = field(default_factory=dict)
+
+    def is_reconciled_to(self, target_epoch: int) -> bool:
+        return self.state is MemberState.STABLE and self.member_epoch == target_epoch
+
+
+@dataclass(frozen=True, slots=True)
+class SubscribedTopic:
+    """An entry of the group's subscription metadata (ConsumerGroupPartitionMetadata)."""
+
+    topic_id: uuid.UUID
+    name: str
+    partitions: int
+
+
+class ConsumerGroup:
+    """State of one consumer group; only ``consumer_replay`` changes it."""
+
+    def __init__(self, group_id: str) -> None:
+        self.group_id = group_id
+        self.group_epoch = 0
+        self.assignment_epoch = 0
+        self.assignment_timestamp = 0
+        """When the last target assignment computation finished (0: unknown)."""
+        self.subscription_metadata: dict[str, SubscribedTopic] = {}
+        self.members: dict[str, ConsumerGroupMember] = {}
+        self.static_members: dict[str, str] = {}
+        """Instance id -> member id."""
+        self.target: dict[str, Assignment] = {}
+        """Target assignment by member id."""
+        self.partition_owners: dict[tuple[uuid.UUID, int], tuple[str, int]] = {}
+        """(topic id, partition) -> (member id, member epoch) of the member that owns it or has
+        yet to revoke it."""
+        self.subscribed_topic_counts: Counter[str] = Counter()
+
+    # --- reads -------------------------------------------------------------------------------
+    def member(self, member_id: str) -> ConsumerGroupMember | None:
+        return self.members.get(member_id)
+
+    def static_member(self, instance_id: str | None) -> ConsumerGroupMember | None:
+        if instance_id is None:
+            return None
+        member_id = self.static_members.get(instance_id)
+        return None if member_id is None else self.members.get(member_id)
+
+    def target_of(self, member_id: str) -> Assignment:
+        return self.target.get(member_id, EMPTY)
+
+    def current_partition_epoch(self, topic_id: uuid.UUID, partition: int) -> int:
+        owner = self.partition_owners.get((topic_id, partition))
+        return -1 if owner is None else owner[1]
+
+    def effective_target(self, member_id: str) -> tuple[int, Assignment]:
+        """(epoch, assignment) to reconcile towards: epoch 1 and nothing when no target was
+        ever computed (seed 000)."""
+        if self.assignment_epoch == 0:
+            return EMPTY_ASSIGNMENT_EPOCH, EMPTY
+        return self.assignment_epoch, self.target_of(member_id)
+
+    @property
+    def state(self) -> GroupState:
+        if not self.members:
+            return GroupState.EMPTY
+        if self.group_epoch > self.assignment_epoch:
+            return GroupState.ASSIGNING
+        for member in self.members.values():
+            if not member.is_reconciled_to(self.assignment_epoch):
+                return GroupState.RECONCILING
+        return GroupState.STABLE
+
+    def preferred_assignor(self, default: str) -> str:
+        """The server assignor most members ask for; the default when none asks."""
+        counts = Counter(m.server_assignor for m in self.members.values() if m.server_assignor)
+        if not counts:
+            return default
+        return max(sorted(counts), key=lambda name: counts[name])
+
+    # --- replay helpers ----------------------------------------------------------------------
+    def put_member(self, member: ConsumerGroupMember) -> None:
+        old = self.members.get(member.member_id)
+        if old is not None:
+            self.subscribed_topic_counts.subtract(old.subscribed_topic_names)
+            if old.instance_id is not None and old.instance_id != member.instance_id:
+                if self.static_members.get(old.instance_id) == old.member_id:
+                    del self.static_members[old.instance_id]
+        self.subscribed_topic_counts.update(member.subscribed_topic_names)
+        self.subscribed_topic_counts = +self.subscribed_topic_counts
+        if member.instance_id is not None:
+            self.static_members[member.instance_id] = member.member_id
+        self.members[member.member_id] = member
+
+    def drop_member(self, member_id: str) -> None:
+        old = self.members.pop(member_id, None)
+        if old is None:
+            return
+        self.subscribed_topic_counts.subtract(old.subscribed_topic_names)
+        self.subscribed_topic_counts = +self.subscribed_topic_counts
+        if old.instance_id is not None and self.static_members.get(old.instance_id) == member_id:
+            del self.static_members[old.instance_id]
+
+    def set_partition_epochs(self, old: ConsumerGroupMember | None,
+                             new: ConsumerGroupMember | None) -> None:
+        if old is not None:
+            for assignment in (old.assigned_partitions, old.partitions_pending_revocation):
+                for topic_id, partitions in assignment.items():
+                    for p in partitions:
+                        owner = self.partition_owners.get((topic_id, p))
+                        if owner is not None and owner[0] == old.member_id:
+                            del self.partition_owners[(topic_id, p)]
+        if new is not None:
+            for assignment in (new.assigned_partitions, new.partitions_pending_revocation):
+                for topic_id, partitions in assignment.items():
+                    for p in partitions:
+                        self.partition_owners[(topic_id, p)] = (new.member_id,
+                                                                new.member_epoch)

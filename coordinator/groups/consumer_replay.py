@@ -1,0 +1,141 @@
+"""Replay of consumer group records into ``CoordinatorShard.groups`` (registered on import)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from storage.records import (
+    ConsumerGroupCurrentMemberAssignmentKey,
+    ConsumerGroupCurrentMemberAssignmentValue,
+    ConsumerGroupMemberMetadataKey,
+    ConsumerGroupMemberMetadataValue,
+    ConsumerGroupMetadataKey,
+    ConsumerGroupMetadataValue,
+    ConsumerGroupPartitionMetadataKey,
+    ConsumerGroupPartitionMetadataValue,
+    ConsumerGroupTargetAssignmentMemberKey,
+    ConsumerGroupTargetAssignmentMemberValue,
+    ConsumerGroupTargetAssignmentMetadataKey,
+    ConsumerGroupTargetAssignmentMetadataValue,
+)
+
+from ..shard import register_replayer
+from .consumer_model import (
+    ConsumerGroup,
+    ConsumerGroupMember,
+    MemberState,
+    SubscribedTopic,
+    assignment_of,
+)
+
+
+def _group(shard: Any, group_id: str, create: bool = True) -> ConsumerGroup | None:
+    group = shard.groups.get(group_id)
+    if isinstance(group, ConsumerGroup):
+        return group
+    if not create:
+        return None
+    # A consumer group record for an id held by another group type: the records win
+    # (an upgrade writes the classic group's tombstone first).
+    group = ConsumerGroup(group_id)
+    shard.groups[group_id] = group
+    return group
+
+
+def _group_metadata(shard: Any, offset: int, key: ConsumerGroupMetadataKey,
+                    value: ConsumerGroupMetadataValue | None) -> None:
+    if value is None:
+        if isinstance(shard.groups.get(key.group_id), ConsumerGroup):
+            del shard.groups[key.group_id]
+        return
+    group = _group(shard, key.group_id)
+    assert group is not None
+    group.group_epoch = value.epoch
+
+
+def _partition_metadata(shard: Any, offset: int, key: ConsumerGroupPartitionMetadataKey,
+                        value: ConsumerGroupPartitionMetadataValue | None) -> None:
+    group = _group(shard, key.group_id, create=value is not None)
+    if group is None:
+        return
+    group.subscription_metadata = {} if value is None else {
+        t.topic_name: SubscribedTopic(t.topic_id, t.topic_name, t.num_partitions)
+        for t in value.topics}
+
+
+def _member_metadata(shard: Any, offset: int, key: ConsumerGroupMemberMetadataKey,
+                     value: ConsumerGroupMemberMetadataValue | None) -> None:
+    group = _group(shard, key.group_id, create=value is not None)
+    if group is None:
+        return
+    old = group.member(key.member_id)
+    if value is None:
+        if old is not None:
+            group.set_partition_epochs(old, None)
+            group.drop_member(key.member_id)
+        return
+    base = old or ConsumerGroupMember(key.member_id)
+    group.put_member(replace(
+        base, instance_id=value.instance_id, rack_id=value.rack_id,
+        rebalance_timeout_ms=value.rebalance_timeout_ms, client_id=value.client_id,
+        client_host=value.client_host, subscribed_topic_names=value.subscribed_topic_names,
+        subscribed_topic_regex=value.subscribed_topic_regex,
+        server_assignor=value.server_assignor))
+
+
+def _target_member(shard: Any, offset: int, key: ConsumerGroupTargetAssignmentMemberKey,
+                   value: ConsumerGroupTargetAssignmentMemberValue | None) -> None:
+    group = _group(shard, key.group_id, create=value is not None)
+    if group is None:
+        return
+    if value is None:
+        group.target.pop(key.member_id, None)
+    else:
+        group.target[key.member_id] = assignment_of(
+            (tp.topic_id, tp.partitions) for tp in value.topic_partitions)
+
+
+def _target_metadata(shard: Any, offset: int, key: ConsumerGroupTargetAssignmentMetadataKey,
+                     value: ConsumerGroupTargetAssignmentMetadataValue | None) -> None:
+    group = _group(shard, key.group_id, create=value is not None)
+    if group is None:
+        return
+    group.assignment_epoch = 0 if value is None else value.assignment_epoch
+    group.assignment_timestamp = 0 if value is None else value.timestamp
+
+
+def _current_assignment(shard: Any, offset: int, key: ConsumerGroupCurrentMemberAssignmentKey,
+                        value: ConsumerGroupCurrentMemberAssignmentValue | None) -> None:
+    group = _group(shard, key.group_id, create=value is not None)
+    if group is None:
+        return
+    old = group.member(key.member_id)
+    if value is None:
+        if old is not None:
+            group.set_partition_epochs(old, None)
+            group.put_member(replace(old, member_epoch=-1, previous_member_epoch=-1,
+                                     state=MemberState.STABLE, assigned_partitions={},
+                                     partitions_pending_revocation={}))
+        return
+    try:
+        state = MemberState(value.state)
+    except ValueError:
+        state = MemberState.UNKNOWN
+    new = replace(
+        old or ConsumerGroupMember(key.member_id), member_epoch=value.member_epoch,
+        previous_member_epoch=value.previous_member_epoch, state=state,
+        assigned_partitions=assignment_of(
+            (tp.topic_id, tp.partitions) for tp in value.assigned_partitions),
+        partitions_pending_revocation=assignment_of(
+            (tp.topic_id, tp.partitions) for tp in value.partitions_pending_revocation))
+    group.set_partition_epochs(old, new)
+    group.put_member(new)
+
+
+register_replayer(ConsumerGroupMetadataKey, _group_metadata)
+register_replayer(ConsumerGroupPartitionMetadataKey, _partition_metadata)
+register_replayer(ConsumerGroupMemberMetadataKey, _member_metadata)
+register_replayer(ConsumerGroupTargetAssignmentMemberKey, _target_member)
+register_replayer(ConsumerGroupTargetAssignmentMetadataKey, _target_metadata)
+register_replayer(ConsumerGroupCurrentMemberAssignmentKey, _current_assignment)

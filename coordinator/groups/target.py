@@ -1,0 +1,67 @@
+"""The target assignment: when a new one is due (seed 000's batching) and how it is built.
+
+Kafka's ``TargetAssignmentBuilder``: the members (with the heartbeating member's update) and
+the subscribed topics go to the group's server assignor; the records are only the members whose
+target changed, then the target assignment metadata with the group epoch and the time the
+computation finished.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from assignors import AssignmentSpec, MemberSpec, PartitionAssignor, TopicMetadata
+
+from ..runtime.result import Record
+from . import consumer_records as records
+from .consumer_model import Assignment, ConsumerGroup, ConsumerGroupMember, SubscribedTopic
+
+
+def assignment_due(group: ConsumerGroup, group_epoch: int, now_ms: int, interval_ms: int) -> bool:
+    """Whether a new target must be computed now: the target lags the group epoch and the last
+    computation (if its finish time is known) finished at least ``interval_ms`` ago."""
+    if group_epoch <= group.assignment_epoch:
+        return False
+    last = group.assignment_timestamp
+    return last <= 0 or now_ms - last >= interval_ms
+
+
+@dataclass(frozen=True, slots=True)
+class TargetResult:
+    epoch: int
+    assignments: Mapping[str, Assignment]
+    records: list[Record]
+
+
+def subscribed_ids(member: ConsumerGroupMember,
+                   metadata: Mapping[str, SubscribedTopic]) -> frozenset[uuid.UUID]:
+    """Ids of the member's subscribed topics that exist (per the subscription metadata)."""
+    found = (metadata.get(name) for name in member.subscribed_topic_names)
+    return frozenset(t.topic_id for t in found if t is not None)
+
+
+def build_target(group: ConsumerGroup, group_epoch: int, members: Mapping[str, ConsumerGroupMember],
+                 targets: Mapping[str, Assignment], metadata: Mapping[str, SubscribedTopic],
+                 assignor: PartitionAssignor, now_ms: int) -> TargetResult:
+    """A new target assignment at ``group_epoch`` for ``members`` (the group's members as they
+    will be after this event), starting from their current ``targets``."""
+    specs = [
+        MemberSpec(member_id=m.member_id, subscribed_topic_ids=subscribed_ids(m, metadata),
+                   instance_id=m.instance_id, rack=m.rack_id,
+                   assignment=targets.get(m.member_id, {}))
+        for m in members.values()
+    ]
+    topics = [TopicMetadata(topic_id=t.topic_id, name=t.name, partition_count=t.partitions)
+              for t in metadata.values()]
+    result = assignor.assign(AssignmentSpec.build(specs, topics))
+    new_targets: dict[str, Assignment] = {}
+    out: list[Record] = []
+    for member_id in members:
+        assignment = {t: frozenset(p) for t, p in result.member(member_id).items() if p}
+        new_targets[member_id] = assignment
+        if assignment != targets.get(member_id, {}) or member_id not in group.target:
+            out.append(records.target_member(group.group_id, member_id, assignment))
+    out.append(records.target_metadata(group.group_id, group_epoch, now_ms))
+    return TargetResult(group_epoch, new_targets, out)

@@ -1,0 +1,367 @@
+"""One topic partition's log: ``<log.dirs>/<topic>-<partition>/``, segments of record batches.
+
+Appends validate the producer's batch and store it with offsets assigned (and the log append
+time, if the topic says so); reads return whole stored batches from the one holding the fetch
+offset. The high watermark is the log end offset (a single replica); the log start offset is the
+first segment's base offset, moved by retention. Opening recovers a torn tail: the log is cut at
+the first batch that is truncated or fails its CRC, and later segments are deleted, as Kafka's
+log recovery does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import bisect
+import os
+import re
+import shutil
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from protocol import ErrorCode
+from storage.segment import fsync_dir
+
+from ..logs import get_logger
+from .batch import (
+    ZSTD,
+    BatchError,
+    assign,
+    read_header,
+    record_timestamps,
+    split_batches,
+    validate,
+)
+from .producers import ProducerState
+from .segment import NO_TIMESTAMP, Segment
+
+log = get_logger("coordinator.topiclog")
+
+_SEGMENT_RE = re.compile(r"^(\d{20})\.log$")
+PARTITION_METADATA = "partition.metadata"
+LEADER_EPOCH = 0  # the epoch Metadata gives for every partition
+
+
+def segment_name(base_offset: int) -> str:
+    return f"{base_offset:020d}.log"
+
+
+def kafka_uuid(topic_id: uuid.UUID) -> str:
+    """Kafka's text form of a topic id (URL-safe base64, no padding)."""
+    return base64.urlsafe_b64encode(topic_id.bytes).rstrip(b"=").decode()
+
+
+@dataclass(frozen=True, slots=True)
+class LogConfig:
+    """The topic configs the log obeys (topic value, else the broker default)."""
+
+    segment_bytes: int = 1073741824
+    retention_ms: int = 604800000
+    retention_bytes: int = -1
+    log_append_time: bool = False
+    max_message_bytes: int = 1048588
+
+
+@dataclass(frozen=True, slots=True)
+class AppendResult:
+    base_offset: int
+    last_offset: int
+    log_append_time_ms: int  # -1 unless the topic uses LogAppendTime
+    log_start_offset: int
+    duplicate: bool = False
+
+
+class PartitionLog:
+    def __init__(self, topic: str, partition: int, directory: Path,
+                 segments: list[Segment]) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.directory = directory
+        self.segments = segments  # oldest first; the last is the active one
+        self.producers = ProducerState()
+        self._durable = 0
+        self._flushing: asyncio.Future[None] | None = None
+        self.closed = False
+
+    # ------------------------------------------------------------------ opening / recovery
+    @classmethod
+    def open(cls, directory: Path, topic: str, partition: int,
+             topic_id: uuid.UUID | None = None) -> PartitionLog:
+        directory.mkdir(parents=True, exist_ok=True)
+        if topic_id is not None:
+            write_partition_metadata(directory, topic_id)
+        found = sorted((int(m.group(1)), entry) for entry in directory.iterdir()
+                       if (m := _SEGMENT_RE.match(entry.name)))
+        plog = cls(topic, partition, directory, [])
+        segments: list[Segment] = []
+        for i, (base, path) in enumerate(found):
+            segment = Segment(base, path, path.stat().st_size)
+            result = segment.scan(True, lambda h: plog.producers.update(h, h.base_offset))
+            segments.append(segment)
+            if result.error is None:
+                continue
+            dropped = segment.size - result.valid_end
+            segment.truncate(result.valid_end)
+            later = found[i + 1:]
+            log.warning("topic log tail truncated", topic=topic, partition=partition,
+                        segment=str(path), position=result.valid_end, bytes_dropped=dropped,
+                        reason=result.error, later_segments_deleted=len(later))
+            for _, later_path in later:
+                later_path.unlink(missing_ok=True)
+            segment.fsync()
+            break
+        if not segments:
+            segments.append(Segment(0, directory / segment_name(0)))
+            fsync_dir(directory)
+        plog.segments = segments
+        plog._durable = plog.log_end_offset
+        return plog
+
+    # ------------------------------------------------------------------ offsets
+    @property
+    def active(self) -> Segment:
+        return self.segments[-1]
+
+    @property
+    def log_end_offset(self) -> int:
+        return self.active.next_offset
+
+    @property
+    def high_watermark(self) -> int:
+        return self.log_end_offset
+
+    @property
+    def log_start_offset(self) -> int:
+        return self.segments[0].base_offset
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(s.size for s in self.segments)
+
+    # ------------------------------------------------------------------ appending
+    def append(self, records: bytes, config: LogConfig, now_ms: int,
+               allow_zstd: bool = True) -> AppendResult:
+        """Validate a produce request's records (exactly one v2 batch) and append them.
+
+        Raises ``BatchError`` (the log is then unchanged) or ``OSError``.
+        """
+        self._check_open()
+        batches = split_batches(records)
+        if not batches:
+            raise BatchError(ErrorCode.invalid_record,
+                             "Produce requests must have at least one record batch per partition")
+        if len(batches) > 1:
+            raise BatchError(ErrorCode.invalid_record,
+                             "Produce requests are only allowed to contain exactly one record "
+                             "batch per partition")
+        if len(records) > config.max_message_bytes:
+            raise BatchError(ErrorCode.message_too_large,
+                             f"The record batch size {len(records)} bytes exceeds the maximum "
+                             f"allowed batch size ({config.max_message_bytes})")
+        header = validate(records)
+        if header.compression == ZSTD and not allow_zstd:
+            raise BatchError(ErrorCode.unsupported_compression_type,
+                             "Produce requests with version below 7 are not allowed to use "
+                             "ZStandard compression")
+        if header.is_transactional:
+            raise BatchError(ErrorCode.invalid_record,
+                             "Transactional records are not supported by this server")
+        if header.has_producer_id:
+            duplicate = self.producers.find_duplicate(header)
+            if duplicate is not None:
+                return AppendResult(duplicate.first_offset, duplicate.last_offset, -1,
+                                    self.log_start_offset, duplicate=True)
+            self.producers.check(header)
+        base = self.log_end_offset
+        append_time = now_ms if config.log_append_time else None
+        data = assign(records, base, LEADER_EPOCH, append_time)
+        stored = read_header(data)
+        if self.active.size > 0 and self.active.size + len(data) > config.segment_bytes:
+            self._roll()
+        self.active.append(data, stored.last_offset, stored.max_timestamp)
+        self.producers.update(stored, base)
+        return AppendResult(base, stored.last_offset, -1 if append_time is None else append_time,
+                            self.log_start_offset)
+
+    def _roll(self) -> None:
+        """Start a new segment at the log end offset; the full one is fsynced first, so a later
+        segment never holds data an earlier one could lose."""
+        self.active.fsync()
+        base = self.log_end_offset
+        self.segments.append(Segment(base, self.directory / segment_name(base)))
+        fsync_dir(self.directory)
+
+    async def sync(self, upto: int) -> None:
+        """Return once every offset below ``upto`` is fsynced (concurrent callers share one
+        fsync)."""
+        while self._durable < upto:
+            if self._flushing is None:
+                self._flushing = asyncio.ensure_future(self._fsync_active())
+            await asyncio.shield(self._flushing)
+
+    async def _fsync_active(self) -> None:
+        try:
+            target = self.log_end_offset
+            fd = os.dup(self.active.file.fd)
+            try:
+                await asyncio.to_thread(os.fsync, fd)
+            finally:
+                os.close(fd)
+            self._durable = max(self._durable, target)
+        finally:
+            self._flushing = None
+
+    @property
+    def dirty(self) -> bool:
+        return self._durable < self.log_end_offset
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise BatchError(ErrorCode.unknown_topic_or_partition,
+                             f"{self.topic}-{self.partition} is being deleted")
+
+    # ------------------------------------------------------------------ reading
+    def _segment_for(self, offset: int) -> int:
+        bases = [s.base_offset for s in self.segments]
+        return max(0, bisect.bisect_right(bases, offset) - 1)
+
+    def read(self, offset: int, max_bytes: int, min_one: bool) -> bytes:
+        """Stored batches from the one holding ``offset``, up to ``max_bytes`` (the first whole
+        batch even if larger when ``min_one``; else a partial batch, as Kafka sends)."""
+        if offset >= self.log_end_offset or offset < self.log_start_offset:
+            return b""
+        s = self._segment_for(offset)
+        segment = self.segments[s]
+        i = segment.first_batch_from(offset)
+        while i >= len(segment.positions):
+            s += 1
+            if s >= len(self.segments):
+                return b""
+            segment, i = self.segments[s], 0
+        start = segment.positions[i]
+        end = start
+        j = i
+        count = len(segment.positions)
+        while j < count:
+            batch_end = segment.batch_end(j)
+            if batch_end - start > max_bytes:
+                break
+            end = batch_end
+            j += 1
+        if end == start:
+            end = segment.batch_end(i) if min_one else start + max(0, max_bytes)
+        return segment.read(start, end - start) if end > start else b""
+
+    def offset_for_timestamp(self, target: int) -> tuple[int, int] | None:
+        """(timestamp, offset) of the first record with a timestamp >= ``target``.
+
+        Compressed batches are not opened: their base offset stands for the batch (an offset at
+        or before the exact one)."""
+        for segment in self.segments:
+            if segment.largest_timestamp < target:
+                continue
+            for i, max_ts in enumerate(segment.max_timestamps):
+                if max_ts < target:
+                    continue
+                data = segment.read(segment.positions[i], segment.batch_end(i)
+                                    - segment.positions[i])
+                header = read_header(data)
+                if header.compression:
+                    return max_ts, header.base_offset
+                for offset, timestamp in record_timestamps(data, header):
+                    if timestamp >= target:
+                        return timestamp, offset
+        return None
+
+    def max_timestamp(self) -> tuple[int, int] | None:
+        """(timestamp, offset) of the first record with the largest timestamp (ListOffsets -3)."""
+        best: tuple[int, Segment, int] | None = None
+        for segment in self.segments:
+            for i, max_ts in enumerate(segment.max_timestamps):
+                if best is None or max_ts > best[0]:
+                    best = (max_ts, segment, i)
+        if best is None:
+            return None
+        max_ts, segment, i = best
+        data = segment.read(segment.positions[i], segment.batch_end(i) - segment.positions[i])
+        header = read_header(data)
+        if not header.compression:
+            for offset, timestamp in record_timestamps(data, header):
+                if timestamp == max_ts:
+                    return timestamp, offset
+        return max_ts, header.base_offset
+
+    # ------------------------------------------------------------------ retention
+    def delete_old_segments(self, now_ms: int, config: LogConfig) -> int:
+        """Kafka's retention: delete the oldest segments whose largest timestamp is older than
+        ``retention.ms``, then while the log is larger than ``retention.bytes`` by at least a
+        whole segment. Deleting every segment rolls a new empty one first."""
+        deletable = 0
+        if config.retention_ms >= 0:
+            for segment in self.segments:
+                if segment.is_empty or segment.largest_timestamp == NO_TIMESTAMP:
+                    break
+                if now_ms - segment.largest_timestamp <= config.retention_ms:
+                    break
+                deletable += 1
+        if config.retention_bytes >= 0:
+            excess = self.size_bytes - config.retention_bytes
+            for segment in self.segments[:deletable]:
+                excess -= segment.size
+            for segment in self.segments[deletable:]:
+                if segment.is_empty or excess - segment.size < 0:
+                    break
+                excess -= segment.size
+                deletable += 1
+        if not deletable:
+            return 0
+        if deletable == len(self.segments):
+            self._roll()
+        doomed, self.segments = self.segments[:deletable], self.segments[deletable:]
+        for segment in doomed:
+            segment.close()
+            segment.path.unlink(missing_ok=True)
+        fsync_dir(self.directory)
+        log.info("topic log segments deleted", topic=self.topic, partition=self.partition,
+                 segments=len(doomed), log_start_offset=self.log_start_offset)
+        return len(doomed)
+
+    # ------------------------------------------------------------------ closing
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            for segment in self.segments:
+                segment.close()
+
+    def delete(self) -> None:
+        """Close and remove the partition's directory (renamed first, as Kafka does)."""
+        self.close()
+        delete_directory(self.directory)
+
+
+def delete_directory(directory: Path) -> None:
+    doomed = directory.with_name(f"{directory.name}.{uuid.uuid4().hex}-delete")
+    try:
+        os.replace(directory, doomed)
+    except FileNotFoundError:
+        return
+    shutil.rmtree(doomed, ignore_errors=True)
+
+
+def write_partition_metadata(directory: Path, topic_id: uuid.UUID) -> None:
+    path = directory / PARTITION_METADATA
+    text = f"version: 0\ntopic_id: {kafka_uuid(topic_id)}\n"
+    if path.exists() and path.read_text() == text:
+        return
+    path.write_text(text)
+
+
+def read_partition_topic_id(directory: Path) -> str | None:
+    try:
+        for line in (directory / PARTITION_METADATA).read_text().splitlines():
+            if line.startswith("topic_id:"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        return None
+    return None
