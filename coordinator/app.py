@@ -21,6 +21,8 @@ from .metadata_log import MetadataLog
 from .runtime import CoordinatorRuntime
 from .server import KafkaServer
 from .shard import CoordinatorShard
+from .topiclog import TopicLogs
+from .topiclog import attach as attach_topic_logs
 
 log = get_logger("coordinator.app")
 
@@ -43,6 +45,8 @@ class App:
         self.compactor = Compactor(self.runtime, clock, config["log.cleaner.backoff.ms"],
                                    config["log.cleaner.delete.retention.ms"])
         self.broker = Broker(config, cluster_id, image, self.metadata_log, self.runtime, clock)
+        self.topic_logs = TopicLogs(Path(config.log_dir), image, config, clock)
+        attach_topic_logs(self.broker, self.topic_logs)
         self.registry = build_registry()
         self.dispatcher = Dispatcher(self.broker, self.registry)
         self.servers: list[KafkaServer] = []
@@ -51,6 +55,7 @@ class App:
 
     async def start(self) -> None:
         await self.runtime.start()
+        self.topic_logs.start()
         if self.config["log.cleaner.enable"]:
             self._background.append(asyncio.create_task(self.compactor.run()))
         for listener in self.config.listeners:
@@ -86,5 +91,6 @@ class App:
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
         await self.runtime.stop()
+        await self.topic_logs.stop()
         self.metadata_log.close()
         log.info("stopped")

@@ -33,6 +33,10 @@ from .logs import get_logger
 log = get_logger("coordinator.dispatch")
 
 
+NO_RESPONSE = b""
+"""What ``dispatch`` returns when nothing is to be written back (a handler returned None)."""
+
+
 class CloseConnection(Exception):
     """The connection must be closed; the message says why (it is logged)."""
 
@@ -87,6 +91,8 @@ class Dispatcher:
             return self._failed(ctx)
 
     def _encode(self, ctx: RequestContext, body: Any) -> bytes:
+        if body is None:  # the handler sends no response (Produce with acks=0)
+            return NO_RESPONSE
         return encode_response(ctx.schema, ctx.header.correlation_id, body)
 
     def _failed(self, ctx: RequestContext) -> bytes:

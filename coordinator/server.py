@@ -123,6 +123,8 @@ class Connection:
                     if self._scope is not None:
                         self._scope.cancel()
                     return
+            if not data:  # NO_RESPONSE: nothing goes on the wire for this request
+                continue
             try:
                 self.writer.write(data)
                 await self.writer.drain()

@@ -6,18 +6,28 @@ from protocol import ApiKey
 
 from . import (
     api_versions,
+    consumer_group_describe,
+    consumer_group_heartbeat,
     create_partitions,
     create_topics,
+    delete_groups,
     delete_topics,
     describe_cluster,
     describe_configs,
+    describe_groups,
+    fetch,
     find_coordinator,
     heartbeat,
+    init_producer_id,
     join_group,
     leave_group,
+    list_groups,
+    list_offsets,
     metadata,
     offset_commit,
+    offset_delete,
     offset_fetch,
+    produce,
     sync_group,
 )
 from .context import RequestContext
@@ -38,8 +48,18 @@ def build_registry() -> ApiRegistry:
     registry.register(ApiKey.DESCRIBE_CONFIGS, 1, 4, describe_configs.handle)
     registry.register(ApiKey.OFFSET_COMMIT, 2, 9, offset_commit.handle)
     registry.register(ApiKey.OFFSET_FETCH, 1, 9, offset_fetch.handle)
+    registry.register(ApiKey.PRODUCE, 3, 11, produce.handle)
+    registry.register(ApiKey.FETCH, 4, 16, fetch.handle)
+    registry.register(ApiKey.LIST_OFFSETS, 1, 9, list_offsets.handle)
+    registry.register(ApiKey.INIT_PRODUCER_ID, 0, 5, init_producer_id.handle)
     registry.register(ApiKey.JOIN_GROUP, 0, 9, join_group.handle)
     registry.register(ApiKey.SYNC_GROUP, 0, 5, sync_group.handle)
     registry.register(ApiKey.HEARTBEAT, 0, 4, heartbeat.handle)
     registry.register(ApiKey.LEAVE_GROUP, 0, 5, leave_group.handle)
+    registry.register(ApiKey.DESCRIBE_GROUPS, 0, 6, describe_groups.handle)
+    registry.register(ApiKey.LIST_GROUPS, 0, 5, list_groups.handle)
+    registry.register(ApiKey.DELETE_GROUPS, 0, 2, delete_groups.handle)
+    registry.register(ApiKey.OFFSET_DELETE, 0, 0, offset_delete.handle)
+    registry.register(ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, 1, consumer_group_heartbeat.handle)
+    registry.register(ApiKey.CONSUMER_GROUP_DESCRIBE, 0, 1, consumer_group_describe.handle)
     return registry

@@ -223,6 +223,7 @@ def _prepare_rebalance(step: _Step, now: int, reason: str, initial_delay_ms: int
              generation=group.generation_id, members=len(group.members))
     gid = group.group_id
     step.timers.append((_join_key(gid), now + delay, lambda s, t: join_deadline(s, gid, t)))
+    _maybe_complete_join(step, now)
 
 
 def _maybe_complete_join(step: _Step, now: int) -> None:

@@ -157,13 +157,6 @@ class ConsumerGroup:
                 return GroupState.RECONCILING
         return GroupState.STABLE
 
-    def preferred_assignor(self, default: str) -> str:
-        """The server assignor most members ask for; the default when none asks."""
-        counts = Counter(m.server_assignor for m in self.members.values() if m.server_assignor)
-        if not counts:
-            return default
-        return max(sorted(counts), key=lambda name: counts[name])
-
     # --- replay helpers ----------------------------------------------------------------------
     def put_member(self, member: ConsumerGroupMember) -> None:
         old = self.members.get(member.member_id)

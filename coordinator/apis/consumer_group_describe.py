@@ -1,0 +1,61 @@
+"""ConsumerGroupDescribe v0-v1: each group read on its coordinator partition."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..groups.consumer_describe import GroupDescription, describe
+from ..groups.consumer_env import env_for
+from ..groups.consumer_model import Assignment
+from ..runtime import CoordinatorError
+from .context import RequestContext
+
+AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
+# READ, DELETE, DESCRIBE: what Kafka grants on a group without ACLs.
+GROUP_OPERATIONS = sum(1 << op for op in (3, 6, 8))
+CONSUMER_MEMBER_TYPE = 1
+
+
+def _assignment(ctx: RequestContext, assignment: Assignment) -> Any:
+    image = ctx.broker.image
+    parts = []
+    for topic_id, partitions in sorted(assignment.items(), key=lambda i: str(i[0])):
+        topic = image.topic_by_id(topic_id)
+        parts.append(ctx.nested("TopicPartitions", topic_id=topic_id,
+                                topic_name=topic.name if topic else "",
+                                partitions=tuple(sorted(partitions))))
+    return ctx.nested("Assignment", topic_partitions=tuple(parts))
+
+
+def _described(ctx: RequestContext, found: GroupDescription, include_ops: bool) -> Any:
+    members = tuple(
+        ctx.nested("Member", member_id=m.member_id, instance_id=m.instance_id,
+                   rack_id=m.rack_id, member_epoch=m.member_epoch, client_id=m.client_id,
+                   client_host=m.client_host, subscribed_topic_names=m.subscribed_topic_names,
+                   subscribed_topic_regex=m.subscribed_topic_regex,
+                   assignment=_assignment(ctx, m.assigned_partitions),
+                   target_assignment=_assignment(ctx, target), member_type=CONSUMER_MEMBER_TYPE)
+        for m, target in found.members)
+    return ctx.nested(
+        "DescribedGroup", error_code=found.error, error_message=found.error_message,
+        group_id=found.group_id, group_state=found.state.value, group_epoch=found.group_epoch,
+        assignment_epoch=found.assignment_epoch, assignor_name=found.assignor, members=members,
+        authorized_operations=GROUP_OPERATIONS if include_ops
+        else AUTHORIZED_OPERATIONS_OMITTED)
+
+
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    runtime = ctx.broker.runtime
+    default = env_for(ctx.broker).settings.default_assignor
+    include_ops = bool(request.include_authorized_operations)
+    groups = []
+    for group_id in request.group_ids:
+        try:
+            found = await runtime.read(
+                runtime.partition_for(group_id),
+                lambda shard, now, gid=group_id: describe(shard, gid, default),
+                name="ConsumerGroupDescribe")
+        except CoordinatorError as exc:
+            found = GroupDescription(group_id, exc.code, exc.message)
+        groups.append(_described(ctx, found, include_ops))
+    return ctx.respond(groups=tuple(groups))

@@ -1,0 +1,67 @@
+"""ConsumerGroupHeartbeat v0-v1 (KIP-848), written through the group's coordinator partition."""
+
+from __future__ import annotations
+
+import datetime
+import uuid
+from typing import Any
+
+from ..groups.consumer import HeartbeatRequest, HeartbeatResponse, heartbeat, validate
+from ..groups.consumer_env import ConsumerGroupEnv, env_for
+from ..runtime import CoordinatorError
+from .context import RequestContext
+
+_ONE_MS = datetime.timedelta(milliseconds=1)
+
+
+def _ms(value: Any) -> int:
+    return int(value / _ONE_MS) if isinstance(value, datetime.timedelta) else int(value)
+
+
+def _client_host(connection_id: str) -> str:
+    # Connections are named "host:port-n"; Kafka reports InetAddress.toString(), "/host".
+    return "/" + connection_id.rsplit("-", 1)[0].rsplit(":", 1)[0]
+
+
+def _request(ctx: RequestContext, request: Any) -> HeartbeatRequest:
+    member_id = request.member_id
+    if ctx.version == 0 and not member_id and request.member_epoch == 0:
+        member_id = str(uuid.uuid4())  # v0: the coordinator generates the member id
+    owned = None if request.topic_partitions is None else tuple(
+        (tp.topic_id, tuple(tp.partitions)) for tp in request.topic_partitions)
+    return HeartbeatRequest(
+        group_id=request.group_id, member_id=member_id, member_epoch=request.member_epoch,
+        instance_id=request.instance_id, rack_id=request.rack_id,
+        rebalance_timeout_ms=_ms(request.rebalance_timeout),
+        subscribed_topic_names=request.subscribed_topic_names,
+        subscribed_topic_regex=getattr(request, "subscribed_topic_regex", None),
+        server_assignor=request.server_assignor, owned=owned,
+        client_id=ctx.header.client_id or "", client_host=_client_host(ctx.connection_id))
+
+
+def _response(ctx: RequestContext, response: HeartbeatResponse) -> Any:
+    assignment = None
+    if response.assignment is not None:
+        assignment = ctx.nested("Assignment", topic_partitions=tuple(
+            ctx.nested("TopicPartitions", topic_id=topic_id, partitions=tuple(sorted(parts)))
+            for topic_id, parts in sorted(response.assignment.items(), key=lambda i: str(i[0]))))
+    return ctx.respond(error_message=None, member_id=response.member_id,
+                       member_epoch=response.member_epoch,
+                       heartbeat_interval=datetime.timedelta(
+                           milliseconds=response.heartbeat_interval_ms),
+                       assignment=assignment)
+
+
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    env: ConsumerGroupEnv = env_for(ctx.broker)
+    try:
+        hb = _request(ctx, request)
+        validate(hb, env.settings.assignors)
+        runtime = ctx.broker.runtime
+        response = await runtime.write(
+            runtime.partition_for(hb.group_id),
+            lambda shard, now: heartbeat(shard, now, env, hb), name="ConsumerGroupHeartbeat")
+    except CoordinatorError as exc:
+        return ctx.respond(error_code=exc.code, error_message=exc.message, member_id=None,
+                           member_epoch=0, assignment=None)
+    return _response(ctx, response)

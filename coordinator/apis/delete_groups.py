@@ -1,0 +1,19 @@
+"""DeleteGroups v0-v2: tombstones for the group and all its offsets."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..groups import admin
+from .context import RequestContext
+from .group_common import run_on_group
+
+
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    results = []
+    for group_id in request.groups_names:
+        error = await run_on_group(ctx, group_id,
+                                   lambda shard, now, g=group_id: admin.delete_group(shard, g),
+                                   "DeleteGroups")
+        results.append(ctx.nested("DeletableGroupResult", group_id=group_id, error_code=error))
+    return ctx.respond(results=tuple(results))

@@ -1,0 +1,125 @@
+"""Fetch (v4+, topic ids from v13): stored batches from each partition's fetch offset.
+
+A fetch with less than ``min_bytes`` waits up to ``max_wait_ms`` and is woken by appends.
+``max_bytes`` bounds the response and ``partition_max_bytes`` each partition; the first batch
+found is returned whole even if it is larger (KIP-74). Sessions (KIP-227) are not kept: every
+fetch is answered as a full, sessionless one with session id 0, which clients treat as "the
+broker has no session for you" and keep sending full fetches.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from protocol import ErrorCode
+
+from .. import topiclog
+from ..topiclog import PartitionLog, TopicLogs
+from .context import RequestContext
+
+INVALID_SESSION_ID = 0
+FINAL_EPOCH = -1
+INITIAL_EPOCH = 0
+
+
+@dataclass(slots=True)
+class Wanted:
+    """One requested partition, resolved against the image."""
+
+    topic_key: Any  # the name (v4-v12) or the topic id (v13+) the response echoes
+    index: int
+    fetch_offset: int
+    partition_max_bytes: int
+    plog: PartitionLog | None
+    error: ErrorCode
+
+
+def _resolve(ctx: RequestContext, logs: TopicLogs, request: Any) -> list[Wanted]:
+    by_id = ctx.version >= 13
+    wanted: list[Wanted] = []
+    for fetch_topic in request.topics:
+        if by_id:
+            key: Any = fetch_topic.topic_id
+            topic = ctx.broker.image.topic_by_id(key) if key is not None else None
+            missing = ErrorCode.unknown_topic_id
+        else:
+            key = fetch_topic.topic
+            topic = ctx.broker.image.topic(key)
+            missing = ErrorCode.unknown_topic_or_partition
+        for p in fetch_topic.partitions:
+            plog = logs.get(topic.name, p.partition) if topic is not None else None
+            if topic is None:
+                error = missing
+            elif plog is None:
+                error = ErrorCode.unknown_topic_or_partition
+            elif not plog.log_start_offset <= p.fetch_offset <= plog.log_end_offset:
+                error = ErrorCode.offset_out_of_range
+            else:
+                error = ErrorCode.none
+            wanted.append(Wanted(key, p.partition, p.fetch_offset, p.partition_max_bytes,
+                                 plog, error))
+    return wanted
+
+
+def _read(wanted: list[Wanted], max_bytes: int) -> tuple[list[bytes], int]:
+    remaining = max_bytes
+    first = True
+    out: list[bytes] = []
+    for w in wanted:
+        data = b""
+        if w.error is ErrorCode.none and w.plog is not None:
+            limit = min(w.partition_max_bytes, remaining)
+            data = w.plog.read(w.fetch_offset, limit, min_one=first)
+            if data:
+                first = False
+                remaining = max(0, remaining - len(data))
+        out.append(data)
+    return out, sum(len(d) for d in out)
+
+
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    logs = topiclog.of(ctx.broker)
+    session_id = getattr(request, "session_id", INVALID_SESSION_ID)
+    session_epoch = getattr(request, "session_epoch", FINAL_EPOCH)
+    if session_id != INVALID_SESSION_ID and session_epoch != FINAL_EPOCH:
+        return ctx.respond(error_code=ErrorCode.fetch_session_id_not_found, responses=(),
+                           session_id=INVALID_SESSION_ID)
+    if session_id == INVALID_SESSION_ID and session_epoch not in (INITIAL_EPOCH, FINAL_EPOCH):
+        return ctx.respond(error_code=ErrorCode.invalid_fetch_session_epoch, responses=(),
+                           session_id=INVALID_SESSION_ID)
+    max_wait_s = max(0.0, request.max_wait.total_seconds())
+    deadline = time.monotonic() + max_wait_s
+    while True:
+        wanted = _resolve(ctx, logs, request)
+        records, total = _read(wanted, request.max_bytes)
+        errors = any(w.error is not ErrorCode.none for w in wanted)
+        remaining = deadline - time.monotonic()
+        if total >= request.min_bytes or errors or remaining <= 0 or not wanted:
+            break
+        if not await logs.wait_for_append(remaining):
+            wanted = _resolve(ctx, logs, request)
+            records, total = _read(wanted, request.max_bytes)
+            break
+    return _response(ctx, wanted, records)
+
+
+def _response(ctx: RequestContext, wanted: list[Wanted], records: list[bytes]) -> Any:
+    topics: list[tuple[Any, list[Any]]] = []
+    for w, data in zip(wanted, records, strict=True):
+        if not topics or topics[-1][0] != w.topic_key:
+            topics.append((w.topic_key, []))
+        plog = w.plog
+        hw = plog.high_watermark if plog is not None else -1
+        topics[-1][1].append(ctx.nested(
+            "PartitionData", partition_index=w.index, error_code=w.error, high_watermark=hw,
+            last_stable_offset=hw, log_start_offset=plog.log_start_offset if plog else -1,
+            aborted_transactions=None, preferred_read_replica=-1, records=data))
+    key = "topic_id" if ctx.version >= 13 else "topic"
+    responses = tuple(
+        ctx.nested("FetchableTopicResponse", **{key: topic_key}, partitions=tuple(parts))
+        for topic_key, parts in topics)
+    return ctx.respond(error_code=ErrorCode.none, session_id=INVALID_SESSION_ID,
+                       responses=responses)
+

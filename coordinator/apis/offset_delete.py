@@ -1,0 +1,30 @@
+"""OffsetDelete v0: tombstones for a group's offsets of topics it no longer subscribes to."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from protocol import ErrorCode
+
+from ..groups import admin
+from .context import RequestContext
+from .group_common import run_on_group
+
+
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    wanted = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
+    outcome = await run_on_group(
+        ctx, request.group_id,
+        lambda shard, now: admin.delete_offsets(shard, request.group_id, wanted),
+        "OffsetDelete")
+    if isinstance(outcome, ErrorCode):
+        return ctx.respond(error_code=outcome, topics=())
+    error, errors = outcome
+    if error is not ErrorCode.none:
+        return ctx.respond(error_code=error, topics=())
+    return ctx.respond(error_code=ErrorCode.none, topics=tuple(
+        ctx.nested("OffsetDeleteResponseTopic", name=t.name, partitions=tuple(
+            ctx.nested("OffsetDeleteResponsePartition", partition_index=p.partition_index,
+                       error_code=errors[(t.name, p.partition_index)])
+            for p in t.partitions))
+        for t in request.topics))

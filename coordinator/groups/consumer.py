@@ -1,0 +1,468 @@
+"""ConsumerGroupHeartbeat (KIP-848): the pure handler, member fencing and the timers.
+
+``heartbeat(shard, now_ms, env, request)`` returns a ``Result`` of records and a
+:class:`HeartbeatResponse`; errors are raised as ``CoordinatorError`` before any record. The
+steps are Kafka's: get or create the group and the member (validating its epoch), update the
+member (bumping the group epoch when its subscription changes the group's), compute a new target
+assignment when one is due (seed 000's interval), reconcile the member towards its target, and
+(re)arm its session timeout.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from protocol import ErrorCode
+
+from ..logs import get_logger
+from ..runtime import CoordinatorError, Result
+from ..runtime.result import Record
+from ..shard import LOAD_HOOKS
+from . import consumer_records as records
+from . import consumer_replay  # noqa: F401  (registers the replayers)
+from .consumer_env import ConsumerGroupEnv, installed
+from .consumer_model import (
+    FIRST_GROUP_EPOCH,
+    LEAVE_GROUP_MEMBER_EPOCH,
+    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    Assignment,
+    ConsumerGroup,
+    ConsumerGroupMember,
+    MemberState,
+    SubscribedTopic,
+    is_subset,
+)
+from .reconcile import reconcile
+from .target import assignment_due, build_target, subscribed_ids
+
+log = get_logger("coordinator.groups.consumer")
+
+OwnedPartitions = Sequence[tuple[uuid.UUID, Sequence[int]]]
+
+
+@dataclass(frozen=True, slots=True)
+class HeartbeatRequest:
+    group_id: str
+    member_id: str
+    member_epoch: int
+    instance_id: str | None = None
+    rack_id: str | None = None
+    rebalance_timeout_ms: int = -1
+    subscribed_topic_names: Sequence[str] | None = None
+    subscribed_topic_regex: str | None = None
+    server_assignor: str | None = None
+    owned: OwnedPartitions | None = None
+    client_id: str = ""
+    client_host: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class HeartbeatResponse:
+    member_id: str
+    member_epoch: int
+    heartbeat_interval_ms: int
+    assignment: Assignment | None = None
+
+
+def _invalid(message: str) -> CoordinatorError:
+    return CoordinatorError(ErrorCode.invalid_request, message)
+
+
+def validate(request: HeartbeatRequest, assignors: Iterable[str]) -> None:
+    """Kafka's request checks (INVALID_REQUEST, UNSUPPORTED_ASSIGNOR), v1 rules: the client
+    generates its member id."""
+    if not request.member_id:
+        raise _invalid("MemberId can't be empty.")
+    if not request.group_id:
+        raise _invalid("GroupId can't be empty.")
+    if request.instance_id == "":
+        raise _invalid("InstanceId can't be empty.")
+    if request.rack_id == "":
+        raise _invalid("RackId can't be empty.")
+    epoch = request.member_epoch
+    if epoch == 0:
+        if request.rebalance_timeout_ms == -1:
+            raise _invalid("RebalanceTimeoutMs must be provided in first request.")
+        if request.owned is None or len(request.owned) > 0:
+            raise _invalid("TopicPartitions must be empty when (re-)joining.")
+        if request.subscribed_topic_names is None and request.subscribed_topic_regex is None:
+            raise _invalid("Either SubscribedTopicNames or SubscribedTopicRegex must be non-null "
+                           "when (re-)joining.")
+    elif epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+        if request.instance_id is None:
+            raise _invalid("InstanceId can't be null.")
+    elif epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+        raise _invalid("MemberEpoch is invalid.")
+    if request.subscribed_topic_regex:
+        # Regular expression subscriptions are not resolved yet (issue 5, item 4).
+        raise _invalid("SubscribedTopicRegex is not supported yet.")
+    supported = list(assignors)
+    if request.server_assignor is not None and request.server_assignor not in supported:
+        raise CoordinatorError(
+            ErrorCode.unsupported_assignor,
+            f"ServerAssignor {request.server_assignor} is not supported. Supported assignors: "
+            f"{', '.join(supported)}.")
+
+
+# ------------------------------------------------------------------------------ lookups
+def consumer_group(shard: Any, group_id: str) -> ConsumerGroup:
+    """The consumer group, or GROUP_ID_NOT_FOUND."""
+    group = shard.groups.get(group_id)
+    if group is None:
+        raise CoordinatorError(ErrorCode.group_id_not_found,
+                               f"Consumer group {group_id} not found.")
+    if not isinstance(group, ConsumerGroup):
+        raise CoordinatorError(ErrorCode.group_id_not_found,
+                               f"Group {group_id} is not a consumer group.")
+    return group
+
+
+def _fenced(received: int, known: int) -> CoordinatorError:
+    relation = "greater" if received > known else "smaller"
+    return CoordinatorError(
+        ErrorCode.fenced_member_epoch,
+        f"The consumer group member has a {relation} member epoch ({received}) than the one "
+        f"known by the group coordinator ({known}). The member must abandon all its partitions "
+        "and rejoin.")
+
+
+def check_member_epoch(member: ConsumerGroupMember, received: int,
+                       owned: OwnedPartitions | None) -> None:
+    """FENCED_MEMBER_EPOCH unless the epoch is the member's, or its previous one with owned
+    partitions a subset of its assignment (the KIP's lost-response case). Epoch 0 is a
+    rejoin of the same member id and is accepted (it owns nothing)."""
+    if received == 0:
+        return
+    if received > member.member_epoch:
+        raise _fenced(received, member.member_epoch)
+    if received < member.member_epoch and (
+            received != member.previous_member_epoch
+            or not is_subset(owned, member.assigned_partitions)):
+        raise _fenced(received, member.member_epoch)
+
+
+def subscription_metadata(names: Iterable[str], env: ConsumerGroupEnv
+                          ) -> dict[str, SubscribedTopic]:
+    out = {}
+    for name in names:
+        topic = env.topics.topic(name)
+        if topic is not None:
+            out[name] = SubscribedTopic(topic.topic_id, name, topic.partitions)
+    return out
+
+
+def _names_after(group: ConsumerGroup, removed: Iterable[ConsumerGroupMember],
+                 added: Iterable[ConsumerGroupMember]) -> list[str]:
+    counts = Counter(group.subscribed_topic_counts)
+    for member in removed:
+        counts.subtract(member.subscribed_topic_names)
+    for member in added:
+        counts.update(member.subscribed_topic_names)
+    return sorted(name for name, count in counts.items() if count > 0)
+
+
+def _next_group_epoch(group: ConsumerGroup) -> int:
+    return FIRST_GROUP_EPOCH if group.group_epoch == 0 else group.group_epoch + 1
+
+
+# ------------------------------------------------------------------------------ timers
+def session_key(group_id: str, member_id: str) -> tuple[str, str, str]:
+    return ("consumer-session", group_id, member_id)
+
+
+def rebalance_key(group_id: str, member_id: str) -> tuple[str, str, str]:
+    return ("consumer-rebalance", group_id, member_id)
+
+
+def schedule_session_timeout(shard: Any, env: ConsumerGroupEnv, group_id: str, member_id: str,
+                             now_ms: int) -> None:
+    def expire(shard: Any, now: int) -> Result:
+        group = shard.groups.get(group_id)
+        member = group.member(member_id) if isinstance(group, ConsumerGroup) else None
+        if member is None:
+            return Result()
+        log.info("consumer group member session expired", group_id=group_id,
+                 member_id=member_id, member_epoch=member.member_epoch)
+        return Result(fence_member(shard, env, group, member))
+
+    shard.timers.schedule(session_key(group_id, member_id),
+                          now_ms + env.settings.session_timeout_ms, expire)
+
+
+def schedule_rebalance_timeout(shard: Any, env: ConsumerGroupEnv, group_id: str,
+                               member: ConsumerGroupMember, now_ms: int) -> None:
+    member_id, epoch = member.member_id, member.member_epoch
+
+    def expire(shard: Any, now: int) -> Result:
+        group = shard.groups.get(group_id)
+        current = group.member(member_id) if isinstance(group, ConsumerGroup) else None
+        if (current is None or current.member_epoch != epoch
+                or current.state is not MemberState.UNREVOKED_PARTITIONS):
+            return Result()
+        log.info("consumer group member did not revoke within its rebalance timeout",
+                 group_id=group_id, member_id=member_id, member_epoch=epoch)
+        return Result(fence_member(shard, env, group, current))
+
+    timeout = member.rebalance_timeout_ms if member.rebalance_timeout_ms > 0 else \
+        env.settings.session_timeout_ms
+    shard.timers.schedule(rebalance_key(group_id, member_id), now_ms + timeout, expire)
+
+
+def cancel_timers(shard: Any, group_id: str, member_id: str) -> None:
+    shard.timers.cancel(session_key(group_id, member_id))
+    shard.timers.cancel(rebalance_key(group_id, member_id))
+
+
+def _rearm_on_load(shard: Any, now_ms: int) -> None:
+    env = installed()
+    for group in list(shard.groups.values()):
+        if not isinstance(group, ConsumerGroup):
+            continue
+        for member in group.members.values():
+            schedule_session_timeout(shard, env, group.group_id, member.member_id, now_ms)
+            if member.state is MemberState.UNREVOKED_PARTITIONS:
+                schedule_rebalance_timeout(shard, env, group.group_id, member, now_ms)
+
+
+LOAD_HOOKS.append(_rearm_on_load)
+
+
+# ------------------------------------------------------------------------------ fencing
+def fence_member(shard: Any, env: ConsumerGroupEnv, group: ConsumerGroup,
+                 member: ConsumerGroupMember) -> list[Record]:
+    """Records removing ``member`` from ``group`` and bumping the group epoch."""
+    gid = group.group_id
+    out: list[Record] = [
+        records.current_assignment_tombstone(gid, member.member_id),
+        records.target_member_tombstone(gid, member.member_id),
+        records.member_metadata_tombstone(gid, member.member_id),
+    ]
+    metadata = subscription_metadata(_names_after(group, [member], []), env)
+    if metadata != group.subscription_metadata:
+        out.append(records.subscription_metadata(gid, metadata.values()))
+    out.append(records.group_epoch(gid, _next_group_epoch(group)))
+    cancel_timers(shard, gid, member.member_id)
+    return out
+
+
+def _leave(shard: Any, env: ConsumerGroupEnv, request: HeartbeatRequest) -> Result:
+    group = consumer_group(shard, request.group_id)
+    if request.instance_id is None:
+        member = group.member(request.member_id)
+        if member is None:
+            raise CoordinatorError(ErrorCode.unknown_member_id,
+                                   f"Member {request.member_id} is not a member of group "
+                                   f"{group.group_id}.")
+    else:
+        member = group.static_member(request.instance_id)
+        if member is None:
+            raise CoordinatorError(ErrorCode.unknown_member_id,
+                                   f"Instance id {request.instance_id} is unknown.")
+        if member.member_id != request.member_id:
+            raise CoordinatorError(
+                ErrorCode.fenced_instance_id,
+                f"Static member {request.member_id} with instance id {request.instance_id} "
+                f"was fenced by member {member.member_id}.")
+    response = HeartbeatResponse(request.member_id, request.member_epoch, 0)
+    if request.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+        # A static member leaves for now: it keeps its partitions until it comes back or its
+        # session times out.
+        log.info("static member leaves the consumer group temporarily", group_id=group.group_id,
+                 member_id=member.member_id, instance_id=member.instance_id)
+        shard.timers.cancel(rebalance_key(group.group_id, member.member_id))
+        leaving = replace(member, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+                          previous_member_epoch=member.member_epoch,
+                          partitions_pending_revocation={})
+        return Result([records.current_assignment(group.group_id, leaving)], response)
+    log.info("member leaves the consumer group", group_id=group.group_id,
+             member_id=member.member_id, member_epoch=member.member_epoch)
+    return Result(fence_member(shard, env, group, member), response)
+
+
+# ------------------------------------------------------------------------------ heartbeat
+def _replace_static(group: ConsumerGroup, old: ConsumerGroupMember, new_id: str,
+                    out: list[Record]) -> ConsumerGroupMember:
+    """Kafka's replaceMember: the new instance takes the old one's assignment and target."""
+    gid = group.group_id
+    new = replace(old, member_id=new_id, member_epoch=0, previous_member_epoch=0)
+    out += [
+        records.current_assignment_tombstone(gid, old.member_id),
+        records.target_member_tombstone(gid, old.member_id),
+        records.member_metadata_tombstone(gid, old.member_id),
+        records.member_metadata(gid, new),
+        records.target_member(gid, new_id, group.target_of(old.member_id)),
+        records.current_assignment(gid, new),
+    ]
+    return new
+
+
+def _member_for(group: ConsumerGroup, request: HeartbeatRequest, out: list[Record]
+                ) -> tuple[ConsumerGroupMember, ConsumerGroupMember | None, bool]:
+    """(member before this heartbeat, the static member it replaces, whether it is new)."""
+    member_id, epoch, instance_id = request.member_id, request.member_epoch, request.instance_id
+    if instance_id is None:
+        member = group.member(member_id)
+        if member is None:
+            if epoch != 0:
+                raise CoordinatorError(ErrorCode.unknown_member_id,
+                                       f"Member {member_id} is not a member of group "
+                                       f"{group.group_id}.")
+            return ConsumerGroupMember(member_id), None, True
+        check_member_epoch(member, epoch, request.owned)
+        return member, None, False
+    existing = group.static_member(instance_id)
+    if epoch == 0:
+        if existing is None:
+            member = group.member(member_id)
+            return (member or ConsumerGroupMember(member_id)), None, member is None
+        if existing.member_id == member_id:
+            return existing, None, False
+        if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            raise CoordinatorError(
+                ErrorCode.unreleased_instance_id,
+                f"Static member {member_id} with instance id {instance_id} cannot join the "
+                f"group because the instance id is owned by {existing.member_id} member.")
+        log.info("static member replaces its previous instance", group_id=group.group_id,
+                 instance_id=instance_id, member_id=member_id, replaced=existing.member_id)
+        return _replace_static(group, existing, member_id, out), existing, False
+    if existing is None:
+        raise CoordinatorError(ErrorCode.unknown_member_id,
+                               f"Instance id {instance_id} is unknown.")
+    if existing.member_id != member_id:
+        raise CoordinatorError(
+            ErrorCode.fenced_instance_id,
+            f"Static member {member_id} with instance id {instance_id} was fenced by member "
+            f"{existing.member_id}.")
+    check_member_epoch(existing, epoch, request.owned)
+    return existing, None, False
+
+
+def _updated(member: ConsumerGroupMember, request: HeartbeatRequest) -> ConsumerGroupMember:
+    names = request.subscribed_topic_names
+    return replace(
+        member,
+        instance_id=request.instance_id if request.instance_id is not None
+        else member.instance_id,
+        rack_id=request.rack_id if request.rack_id is not None else member.rack_id,
+        rebalance_timeout_ms=request.rebalance_timeout_ms if request.rebalance_timeout_ms != -1
+        else member.rebalance_timeout_ms,
+        server_assignor=request.server_assignor if request.server_assignor is not None
+        else member.server_assignor,
+        subscribed_topic_names=tuple(sorted(set(names))) if names is not None
+        else member.subscribed_topic_names,
+        subscribed_topic_regex=request.subscribed_topic_regex
+        if request.subscribed_topic_regex is not None else member.subscribed_topic_regex,
+        client_id=request.client_id, client_host=request.client_host)
+
+
+def heartbeat(shard: Any, now_ms: int, env: ConsumerGroupEnv,
+              request: HeartbeatRequest) -> Result:
+    if request.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
+        return _leave(shard, env, request)
+    settings = env.settings
+    existing = shard.groups.get(request.group_id)
+    if existing is None and request.member_epoch == 0:
+        group = ConsumerGroup(request.group_id)  # materialised when its records replay
+    else:
+        group = consumer_group(shard, request.group_id)
+    if len(group.members) >= settings.max_size and request.member_id not in group.members:
+        raise CoordinatorError(
+            ErrorCode.group_max_size_reached,
+            f"The consumer group has reached its maximum capacity of {settings.max_size} "
+            "members.")
+    gid = group.group_id
+    out: list[Record] = []
+
+    # 1. The member, and the group epoch if the subscriptions changed.
+    member, replaced, is_new = _member_for(group, request, out)
+    updated = _updated(member, request)
+    if is_new or updated != member:
+        out.append(records.member_metadata(gid, updated))
+    if is_new:
+        log.info("member joins the consumer group", group_id=gid, member_id=updated.member_id,
+                 instance_id=updated.instance_id)
+    bump = group.group_epoch == 0 or \
+        updated.subscribed_topic_names != member.subscribed_topic_names
+    group_epoch = group.group_epoch
+    metadata: Mapping[str, SubscribedTopic] = group.subscription_metadata
+    if bump:
+        gone = [m for m in (group.member(member.member_id), replaced) if m is not None]
+        metadata = subscription_metadata(_names_after(group, gone, [updated]), env)
+        if metadata != group.subscription_metadata:
+            out.append(records.subscription_metadata(gid, metadata.values()))
+        group_epoch = _next_group_epoch(group)
+        out.append(records.group_epoch(gid, group_epoch))
+        log.info("bumped group epoch", group_id=gid, group_epoch=group_epoch)
+
+    # 2. A new target assignment, if one is due.
+    if assignment_due(group, group_epoch, now_ms, settings.assignment_interval_ms):
+        members = dict(group.members)
+        targets = dict(group.target)
+        if replaced is not None:
+            members.pop(replaced.member_id, None)
+            targets[updated.member_id] = targets.pop(replaced.member_id, {})
+        members[updated.member_id] = updated
+        assignor_name = _preferred_assignor(members.values(), settings.default_assignor)
+        result = build_target(group, group_epoch, members, targets, metadata,
+                              env.assignor(assignor_name), now_ms)
+        out += result.records
+        target_epoch, target = result.epoch, result.assignments.get(updated.member_id, {})
+        log.info("computed target assignment", group_id=gid, assignment_epoch=target_epoch,
+                 assignor=assignor_name, members=len(members))
+    else:
+        target_epoch, target = group.effective_target(
+            replaced.member_id if replaced is not None else updated.member_id)
+
+    # 3. Reconciliation towards the target.
+    reconciled = reconcile(updated, target_epoch, target, group.current_partition_epoch,
+                           request.owned, subscribed_ids(updated, metadata))
+    if is_new or reconciled != updated or replaced is not None:
+        out.append(records.current_assignment(gid, reconciled))
+    if reconciled != updated:
+        if reconciled.state is MemberState.UNREVOKED_PARTITIONS:
+            schedule_rebalance_timeout(shard, env, gid, reconciled, now_ms)
+        else:
+            shard.timers.cancel(rebalance_key(gid, reconciled.member_id))
+    if replaced is not None:
+        cancel_timers(shard, gid, replaced.member_id)
+    schedule_session_timeout(shard, env, gid, reconciled.member_id, now_ms)
+
+    full = request.member_epoch == 0 or (
+        request.rebalance_timeout_ms != -1 and request.subscribed_topic_names is not None
+        and request.owned is not None)
+    changed = reconciled.assigned_partitions != member.assigned_partitions
+    return Result(out, HeartbeatResponse(
+        reconciled.member_id, reconciled.member_epoch, settings.heartbeat_interval_ms,
+        reconciled.assigned_partitions if full or changed else None))
+
+
+def _preferred_assignor(members: Iterable[ConsumerGroupMember], default: str) -> str:
+    counts = Counter(m.server_assignor for m in members if m.server_assignor)
+    if not counts:
+        return default
+    return max(sorted(counts), key=lambda name: counts[name])
+
+
+# ------------------------------------------------------------------------------ topic changes
+def refresh_subscription_metadata(shard: Any, now_ms: int, env: ConsumerGroupEnv,
+                                  topic_name: str) -> Result:
+    """Bump the epoch of every group subscribed to ``topic_name`` whose subscription metadata
+    changed (topic created, deleted, or partitions added)."""
+    out: list[Record] = []
+    for group in list(shard.groups.values()):
+        if not isinstance(group, ConsumerGroup) or not group.subscribed_topic_counts.get(
+                topic_name):
+            continue
+        metadata = subscription_metadata(_names_after(group, [], []), env)
+        if metadata == group.subscription_metadata:
+            continue
+        out.append(records.subscription_metadata(group.group_id, metadata.values()))
+        epoch = _next_group_epoch(group)
+        out.append(records.group_epoch(group.group_id, epoch))
+        log.info("bumped group epoch on a topic change", group_id=group.group_id,
+                 group_epoch=epoch, topic=topic_name)
+    return Result(out)

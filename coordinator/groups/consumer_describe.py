@@ -1,0 +1,39 @@
+"""ConsumerGroupDescribe's view of a group: a snapshot taken on the group's partition."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from protocol import ErrorCode
+
+from .consumer_model import Assignment, ConsumerGroup, ConsumerGroupMember, GroupState
+
+
+@dataclass(frozen=True, slots=True)
+class GroupDescription:
+    group_id: str
+    error: ErrorCode = ErrorCode.none
+    error_message: str | None = None
+    state: GroupState = GroupState.DEAD
+    group_epoch: int = 0
+    assignment_epoch: int = 0
+    assignor: str = ""
+    members: tuple[tuple[ConsumerGroupMember, Assignment], ...] = ()
+
+
+def describe(shard: Any, group_id: str, default_assignor: str) -> GroupDescription:
+    group = shard.groups.get(group_id)
+    if group is None:
+        return GroupDescription(group_id, ErrorCode.group_id_not_found,
+                                f"Group {group_id} not found.")
+    if not isinstance(group, ConsumerGroup):
+        return GroupDescription(group_id, ErrorCode.group_id_not_found,
+                                f"Group {group_id} is not a consumer group.")
+    counts = Counter(m.server_assignor for m in group.members.values() if m.server_assignor)
+    assignor = max(sorted(counts), key=lambda n: counts[n]) if counts else default_assignor
+    return GroupDescription(
+        group_id, state=group.state, group_epoch=group.group_epoch,
+        assignment_epoch=group.assignment_epoch, assignor=assignor,
+        members=tuple((m, group.target_of(m.member_id)) for m in group.members.values()))

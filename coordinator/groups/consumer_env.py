@@ -1,0 +1,96 @@
+"""What consumer group handlers need besides the shard: broker settings, topics, assignors."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from assignors import PartitionAssignor, get_assignor
+
+INT_MAX = 2**31 - 1
+
+
+class TopicView(Protocol):
+    name: str
+    topic_id: uuid.UUID
+    partitions: int
+
+
+class TopicLookup(Protocol):
+    """The part of ``MetadataImage`` the handlers read."""
+
+    def topic(self, name: str) -> Any: ...
+
+    def topic_by_id(self, topic_id: uuid.UUID) -> Any: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupSettings:
+    session_timeout_ms: int = 45000
+    heartbeat_interval_ms: int = 5000
+    max_size: int = INT_MAX
+    assignors: tuple[str, ...] = ("uniform", "range")
+    assignment_interval_ms: int = 1000
+
+    @classmethod
+    def from_config(cls, config: Any) -> ConsumerGroupSettings:
+        return cls(
+            session_timeout_ms=config["group.consumer.session.timeout.ms"],
+            heartbeat_interval_ms=config["group.consumer.heartbeat.interval.ms"],
+            max_size=config["group.consumer.max.size"],
+            assignors=tuple(config["group.consumer.assignors"]),
+            assignment_interval_ms=config["group.consumer.assignment.interval.ms"],
+        )
+
+    @property
+    def default_assignor(self) -> str:
+        return self.assignors[0]
+
+
+@dataclass(slots=True)
+class ConsumerGroupEnv:
+    settings: ConsumerGroupSettings
+    topics: TopicLookup
+    _assignors: dict[str, PartitionAssignor] = field(default_factory=dict)
+
+    def assignor(self, name: str) -> PartitionAssignor:
+        found = self._assignors.get(name)
+        if found is None:
+            found = self._assignors[name] = get_assignor(name)
+        return found
+
+
+class _NoTopics:
+    def topic(self, name: str) -> Any:
+        return None
+
+    def topic_by_id(self, topic_id: uuid.UUID) -> Any:
+        return None
+
+
+_installed: ConsumerGroupEnv | None = None
+
+
+def install(env: ConsumerGroupEnv) -> None:
+    """Make ``env`` the one load hooks use (the app calls this before partitions load)."""
+    global _installed
+    _installed = env
+
+
+def installed() -> ConsumerGroupEnv:
+    return _installed or ConsumerGroupEnv(ConsumerGroupSettings(), _NoTopics())
+
+
+def subscribed_names(counts: Mapping[str, int]) -> list[str]:
+    return [name for name, count in counts.items() if count > 0]
+
+
+def env_for(broker: Any) -> ConsumerGroupEnv:
+    """The installed environment, or one made from ``broker`` (and installed) if none is."""
+    global _installed
+    if _installed is None:
+        _installed = ConsumerGroupEnv(ConsumerGroupSettings.from_config(broker.config),
+                                      broker.image)
+    return _installed

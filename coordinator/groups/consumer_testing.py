@@ -1,0 +1,131 @@
+"""A virtual-time context for consumer group handler tests: a shard, a manual clock, topics,
+and the replay of every result's records (through the record codec), as the runtime does.
+No asyncio, no files."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from storage.records import decode_record, encode_record
+
+from ..runtime import CoordinatorError, Result
+from ..shard import CoordinatorShard
+from .consumer import HeartbeatRequest, HeartbeatResponse, heartbeat, validate
+from .consumer_env import ConsumerGroupEnv, ConsumerGroupSettings
+from .consumer_model import Assignment, ConsumerGroup, ConsumerGroupMember
+
+
+@dataclass(frozen=True, slots=True)
+class Topic:
+    name: str
+    topic_id: uuid.UUID
+    partitions: int
+
+
+class Topics:
+    def __init__(self) -> None:
+        self.by_name: dict[str, Topic] = {}
+
+    def topic(self, name: str) -> Topic | None:
+        return self.by_name.get(name)
+
+    def topic_by_id(self, topic_id: uuid.UUID) -> Topic | None:
+        return next((t for t in self.by_name.values() if t.topic_id == topic_id), None)
+
+
+class ConsumerGroupContext:
+    def __init__(self, settings: ConsumerGroupSettings | None = None, now_ms: int = 1_000_000
+                 ) -> None:
+        self.shard = CoordinatorShard(0)
+        self.topics = Topics()
+        self.env = ConsumerGroupEnv(settings or ConsumerGroupSettings(), self.topics)
+        self.now = now_ms
+        self.written: list[tuple[Any, Any]] = []
+
+    # --- topics ------------------------------------------------------------------------------
+    def create_topic(self, name: str, partitions: int) -> uuid.UUID:
+        topic_id = uuid.UUID(int=len(self.topics.by_name) + 1)
+        self.topics.by_name[name] = Topic(name, topic_id, partitions)
+        return topic_id
+
+    def add_partitions(self, name: str, partitions: int) -> None:
+        old = self.topics.by_name[name]
+        self.topics.by_name[name] = Topic(name, old.topic_id, partitions)
+
+    def delete_topic(self, name: str) -> None:
+        del self.topics.by_name[name]
+
+    def tid(self, name: str) -> uuid.UUID:
+        return self.topics.by_name[name].topic_id
+
+    # --- time and records --------------------------------------------------------------------
+    def apply(self, result: Result) -> Any:
+        for key, value in result.records:
+            decoded_key, decoded_value = decode_record(*encode_record(key, value))
+            self.shard.replay(len(self.written), decoded_key, decoded_value)
+            self.written.append((decoded_key, decoded_value))
+        return result.response
+
+    def advance(self, ms: int) -> list[Any]:
+        """Move the clock and run the timers that came due, as write events."""
+        self.now += ms
+        fired = []
+        for key, action in self.shard.timers.poll(self.now):
+            self.apply(action(self.shard, self.now))
+            fired.append(key)
+        return fired
+
+    # --- requests ----------------------------------------------------------------------------
+    def heartbeat(self, group_id: str = "g", member_id: str = "m1", member_epoch: int = 0,
+                  *, topics: Sequence[str] | None = None, owned: Mapping[str, Iterable[int]]
+                  | None = None, rebalance_timeout_ms: int = -1, instance_id: str | None = None,
+                  assignor: str | None = None, rack_id: str | None = None,
+                  regex: str | None = None) -> HeartbeatResponse:
+        """One heartbeat; raises CoordinatorError like the handler. On epoch 0 the full request
+        fields default the way a client sends them."""
+        if member_epoch == 0:
+            rebalance_timeout_ms = 300000 if rebalance_timeout_ms == -1 else rebalance_timeout_ms
+            owned = {} if owned is None else owned
+            if topics is None and regex is None:
+                topics = ()
+        request = HeartbeatRequest(
+            group_id=group_id, member_id=member_id, member_epoch=member_epoch,
+            instance_id=instance_id, rack_id=rack_id, rebalance_timeout_ms=rebalance_timeout_ms,
+            subscribed_topic_names=None if topics is None else tuple(topics),
+            subscribed_topic_regex=regex, server_assignor=assignor,
+            owned=None if owned is None else tuple(
+                (self.tid(name), tuple(parts)) for name, parts in owned.items()),
+            client_id="client", client_host="/127.0.0.1")
+        validate(request, self.env.settings.assignors)
+        return self.apply(heartbeat(self.shard, self.now, self.env, request))
+
+    def error_of(self, **kwargs: Any) -> Any:
+        try:
+            self.heartbeat(**kwargs)
+        except CoordinatorError as exc:
+            return exc.code
+        raise AssertionError("no error")
+
+    # --- reads -------------------------------------------------------------------------------
+    def group(self, group_id: str = "g") -> ConsumerGroup:
+        group = self.shard.groups[group_id]
+        assert isinstance(group, ConsumerGroup)
+        return group
+
+    def member(self, member_id: str, group_id: str = "g") -> ConsumerGroupMember:
+        member = self.group(group_id).member(member_id)
+        assert member is not None
+        return member
+
+    def named(self, assignment: Assignment | None) -> dict[str, set[int]] | None:
+        """An assignment by topic name, for readable assertions."""
+        if assignment is None:
+            return None
+        out = {}
+        for topic_id, partitions in assignment.items():
+            topic = self.topics.topic_by_id(topic_id)
+            out[topic.name if topic else str(topic_id)] = set(partitions)
+        return out

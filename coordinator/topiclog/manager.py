@@ -1,0 +1,202 @@
+"""Every topic partition's log, kept in step with the metadata image.
+
+A created topic (or added partition) gets its logs at once; a deleted topic's logs are removed.
+On start, a partition directory whose ``partition.metadata`` names a topic id the image no longer
+has (the topic was deleted, or deleted and re-created) is removed.
+
+Flush policy (``coordinator.log.flush.interval.ms``, shared with the coordinator's store): 0
+means an ``acks=-1`` produce is answered after its records are fsynced; above 0, logs are fsynced
+by a background task that often and acks=-1 does not wait.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ..clock import Clock, SystemClock
+from ..config import ServerConfig
+from ..config.definitions import TOPIC_CONFIGS_BY_NAME
+from ..logs import get_logger
+from ..metadata_image import ChangeKind, MetadataImage, TopicChange, TopicImage
+from .partition import (
+    LogConfig,
+    PartitionLog,
+    delete_directory,
+    kafka_uuid,
+    read_partition_topic_id,
+)
+from .producers import ProducerIdManager
+
+log = get_logger("coordinator.topiclog")
+
+RETENTION_CHECK_INTERVAL_S = 30.0
+_PARTITION_DIR_RE = re.compile(r"^(.+)-(\d+)$")
+
+
+def _topic_setting(topic: TopicImage, name: str, default: Any) -> Any:
+    value = topic.configs.get(name)
+    return default if value is None else TOPIC_CONFIGS_BY_NAME[name].parse(value)
+
+
+class TopicLogs:
+    def __init__(self, log_dir: Path, image: MetadataImage, config: ServerConfig,
+                 clock: Clock | None = None) -> None:
+        self.log_dir = log_dir
+        self.image = image
+        self.config = config
+        self.clock = clock or SystemClock()
+        self.flush_interval_ms: int = config["coordinator.log.flush.interval.ms"]
+        self.producer_ids = ProducerIdManager(log_dir)
+        self._logs: dict[tuple[str, int], PartitionLog] = {}
+        self._appended: asyncio.Event | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._remove_stale_directories()
+        for topic in image.topics():
+            self._open_partitions(topic, 0)
+        self._unsubscribe = image.subscribe(self._on_change)
+
+    # ------------------------------------------------------------------ metadata changes
+    def _remove_stale_directories(self) -> None:
+        live = {kafka_uuid(t.topic_id): t for t in self.image.topics()}
+        for entry in self.log_dir.iterdir():
+            m = _PARTITION_DIR_RE.match(entry.name)
+            if not entry.is_dir() or m is None:
+                continue
+            if entry.name.endswith("-delete"):
+                delete_directory(entry)
+                continue
+            topic_id = read_partition_topic_id(entry)
+            if topic_id is None:
+                continue  # not a topic log of ours (the coordinator's store, for one)
+            topic = live.get(topic_id)
+            if topic is None or topic.name != m.group(1) or int(m.group(2)) >= topic.partitions:
+                log.info("removing the log of a deleted topic", directory=str(entry))
+                delete_directory(entry)
+
+    def _open_partitions(self, topic: TopicImage, first: int) -> None:
+        if topic.is_internal:
+            return
+        for partition in range(first, topic.partitions):
+            directory = self.log_dir / f"{topic.name}-{partition}"
+            self._logs[(topic.name, partition)] = PartitionLog.open(
+                directory, topic.name, partition, topic.topic_id)
+
+    def _on_change(self, change: TopicChange) -> None:
+        topic = change.topic
+        if change.kind is ChangeKind.CREATED:
+            self._open_partitions(topic, 0)
+        elif change.kind is ChangeKind.PARTITIONS_ADDED:
+            first = change.previous.partitions if change.previous else 0
+            self._open_partitions(topic, first)
+        elif change.kind is ChangeKind.DELETED:
+            for partition in range(topic.partitions):
+                plog = self._logs.pop((topic.name, partition), None)
+                if plog is not None:
+                    plog.delete()
+            log.info("topic logs deleted", topic=topic.name, partitions=topic.partitions)
+
+    # ------------------------------------------------------------------ reads
+    def get(self, topic: str, partition: int) -> PartitionLog | None:
+        return self._logs.get((topic, partition))
+
+    def log_end_offset(self, topic: str, partition: int) -> int | None:
+        """The log end offset (= high watermark) of a partition, or None if it has no log."""
+        plog = self._logs.get((topic, partition))
+        return None if plog is None else plog.log_end_offset
+
+    def log_end_offsets(self, topic: str) -> Mapping[int, int]:
+        """Log end offset of each partition of ``topic`` that has a log."""
+        return {p: plog.log_end_offset for (t, p), plog in self._logs.items() if t == topic}
+
+    def log_config(self, topic: TopicImage) -> LogConfig:
+        config = self.config
+        return LogConfig(
+            segment_bytes=_topic_setting(topic, "segment.bytes", config["log.segment.bytes"]),
+            retention_ms=_topic_setting(topic, "retention.ms", config["log.retention.ms"]),
+            retention_bytes=_topic_setting(topic, "retention.bytes", -1),
+            log_append_time=_topic_setting(topic, "message.timestamp.type", "CreateTime")
+            == "LogAppendTime",
+            max_message_bytes=_topic_setting(topic, "max.message.bytes",
+                                             config["message.max.bytes"]),
+        )
+
+    # ------------------------------------------------------------------ appends and waiters
+    def notify_appended(self) -> None:
+        if self._appended is not None:
+            self._appended.set()
+            self._appended = None
+
+    async def wait_for_append(self, timeout_s: float) -> bool:
+        """Wait until the next append to any partition, for at most ``timeout_s``."""
+        if timeout_s <= 0:
+            return False
+        if self._appended is None:
+            self._appended = asyncio.Event()
+        event = self._appended
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout_s):
+                await event.wait()
+                return True
+        return False
+
+    async def make_durable(self, plog: PartitionLog, upto: int) -> None:
+        """What acks=-1 waits for: the fsync, unless the flush policy batches fsyncs."""
+        if self.flush_interval_ms == 0:
+            await plog.sync(upto)
+
+    def now_ms(self) -> int:
+        return self.clock.now_ms()
+
+    # ------------------------------------------------------------------ background work
+    def start(self) -> None:
+        self._tasks.append(asyncio.create_task(self._retention_loop()))
+        if self.flush_interval_ms > 0:
+            self._tasks.append(asyncio.create_task(self._flush_loop()))
+
+    def enforce_retention(self) -> int:
+        deleted = 0
+        now = self.now_ms()
+        for (name, _), plog in list(self._logs.items()):
+            topic = self.image.topic(name)
+            if topic is not None:
+                deleted += plog.delete_old_segments(now, self.log_config(topic))
+        return deleted
+
+    async def _retention_loop(self) -> None:
+        while True:
+            await asyncio.sleep(RETENTION_CHECK_INTERVAL_S)
+            try:
+                self.enforce_retention()
+            except OSError:
+                log.exception("retention failed")
+
+    async def _flush_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.flush_interval_ms / 1000.0)
+            for plog in list(self._logs.values()):
+                if plog.dirty and not plog.closed:
+                    try:
+                        await plog.sync(plog.log_end_offset)
+                    except OSError:
+                        log.exception("topic log flush failed", topic=plog.topic,
+                                      partition=plog.partition)
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        for plog in self._logs.values():
+            if not plog.closed:
+                with contextlib.suppress(OSError):
+                    plog.active.fsync()
+        self.close()
+
+    def close(self) -> None:
+        self._unsubscribe()
+        for plog in self._logs.values():
+            plog.close()
