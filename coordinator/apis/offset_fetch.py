@@ -14,7 +14,18 @@ _TOPIC = ("OffsetFetchResponseTopics", "OffsetFetchResponseTopic")
 _PARTITION = ("OffsetFetchResponsePartitions", "OffsetFetchResponsePartition")
 
 
-async def _fetch_group(ctx: RequestContext, group_id: str, topics: Any
+def _fetch(shard: Any, group_id: str, wanted: Any, member_id: str | None,
+           member_epoch: int) -> Any:
+    # v9: a member of a consumer group reads at its epoch (STALE_MEMBER_EPOCH otherwise).
+    validator = getattr(shard.groups.get(group_id), "validate_offset_fetch", None)
+    error = validator(member_id, member_epoch) if validator is not None else None
+    if error is not None:
+        raise CoordinatorError(error)
+    return offsets.fetch(shard.offsets, group_id, wanted)
+
+
+async def _fetch_group(ctx: RequestContext, group_id: str, topics: Any,
+                       member_id: str | None = None, member_epoch: int = -1
                        ) -> tuple[ErrorCode, list[Any]]:
     """(group error, response topics) for one group; ``topics`` None means all."""
     wanted = None if topics is None else [
@@ -24,8 +35,8 @@ async def _fetch_group(ctx: RequestContext, group_id: str, topics: Any
     runtime = ctx.broker.runtime
     try:
         found = await runtime.read(runtime.partition_for(group_id),
-                                   lambda shard, now: offsets.fetch(shard.offsets, group_id,
-                                                                    wanted),
+                                   lambda shard, now: _fetch(shard, group_id, wanted,
+                                                             member_id, member_epoch),
                                    name="OffsetFetch")
     except CoordinatorError as exc:
         return exc.code, [_topic(ctx, t.name, [(p, None, exc.code) for p in t.partition_indexes])
@@ -56,7 +67,9 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     if ctx.version >= 8:
         groups = []
         for group in request.groups:
-            error, topics = await _fetch_group(ctx, group.group_id, group.topics)
+            error, topics = await _fetch_group(ctx, group.group_id, group.topics,
+                                               getattr(group, "member_id", None),
+                                               getattr(group, "member_epoch", -1))
             groups.append(ctx.nested("OffsetFetchResponseGroup", group_id=group.group_id,
                                      topics=tuple(topics), error_code=error))
         return ctx.respond(groups=tuple(groups))

@@ -12,6 +12,9 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum, IntEnum
+from typing import Any
+
+from protocol import ErrorCode
 
 Assignment = Mapping[uuid.UUID, frozenset[int]]
 """Partitions by topic id; topics with no partition are left out."""
@@ -156,6 +159,34 @@ class ConsumerGroup:
             if not member.is_reconciled_to(self.assignment_epoch):
                 return GroupState.RECONCILING
         return GroupState.STABLE
+
+    # --- offsets -----------------------------------------------------------------------------
+    def validate_offset_commit(self, commit: Any) -> ErrorCode | None:
+        """Kafka's ConsumerGroup.validateOffsetCommit (``commit`` is an ``offsets.OffsetCommit``):
+        without an epoch only an empty group takes commits; otherwise the member must exist,
+        use OffsetCommit v9+ and name its current member epoch."""
+        if commit.generation_id < 0 and not self.members:
+            return None
+        member = self.members.get(commit.member_id)
+        if member is None:
+            return ErrorCode.unknown_member_id
+        if commit.api_version < 9:
+            return ErrorCode.unsupported_version
+        if commit.generation_id != member.member_epoch:
+            return ErrorCode.stale_member_epoch
+        return None
+
+    def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> ErrorCode | None:
+        """Kafka's ConsumerGroup.validateOffsetFetch: epoch -1 (admin clients) always reads;
+        otherwise the member must exist at that epoch."""
+        if member_epoch == -1 or member_id is None:
+            return None
+        member = self.members.get(member_id)
+        if member is None:
+            return ErrorCode.unknown_member_id
+        if member_epoch != member.member_epoch:
+            return ErrorCode.stale_member_epoch
+        return None
 
     # --- replay helpers ----------------------------------------------------------------------
     def put_member(self, member: ConsumerGroupMember) -> None:

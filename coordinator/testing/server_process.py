@@ -64,11 +64,13 @@ class ServerProcess:
         self.proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.PIPE, text=True)
         threading.Thread(target=self._drain, args=(self.proc,), daemon=True).start()
-        started = wait_until(lambda: self.event("listening") or self._exited(), timeout,
-                             message="the server to listen")
+        wait_until(lambda: self.event("started") or self._exited(), timeout,
+                   message="the server to start")
         if self._exited():
             raise AssertionError(f"server exited with {self.proc.returncode}:\n{self.output()}")
-        self.port = int(started["port"])
+        listening = self.event("listening")
+        assert listening is not None, "the server started without logging its listener"
+        self.port = int(listening["port"])
         return self
 
     def _exited(self) -> bool:
