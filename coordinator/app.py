@@ -14,6 +14,7 @@ from .clock import SystemClock
 from .compactor import Compactor
 from .config import ServerConfig
 from .dispatch import Dispatcher
+from .groups.consumer_topics import ConsumerGroupTopicListener
 from .logs import get_logger
 from .meta_properties import load_or_create
 from .metadata_image import MetadataImage
@@ -47,6 +48,7 @@ class App:
         self.broker = Broker(config, cluster_id, image, self.metadata_log, self.runtime, clock)
         self.topic_logs = TopicLogs(Path(config.log_dir), image, config, clock)
         attach_topic_logs(self.broker, self.topic_logs)
+        self.consumer_topics = ConsumerGroupTopicListener.install(self.broker)
         self.registry = build_registry()
         self.dispatcher = Dispatcher(self.broker, self.registry)
         self.servers: list[KafkaServer] = []
@@ -90,6 +92,7 @@ class App:
         for task in self._background:
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
+        await self.consumer_topics.close()
         await self.runtime.stop()
         await self.topic_logs.stop()
         self.metadata_log.close()

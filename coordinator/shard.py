@@ -37,10 +37,11 @@ register_replayer(OffsetCommitKey, _replay_offset_commit)
 class CoordinatorShard:
     def __init__(self, partition: int, config: Any = None) -> None:
         """``config`` is the server config (``ServerConfig``); None means Kafka's defaults."""
-        from .groups.config import group_configs
+        from .groups.config import group_configs, offsets_retention
 
         self.partition = partition
         self.classic_config = group_configs(config)
+        self.offsets_retention = offsets_retention(config)
         self.timers = TimerQueue()
         self.offsets = OffsetsState()
         self.groups: dict[str, Any] = {}
@@ -65,4 +66,4 @@ class CoordinatorShard:
 
 
 # Group types register their record types when imported; import them with the shard.
-from .groups import classic_session  # noqa: E402, F401
+from .groups import classic_session, expiration  # noqa: E402, F401

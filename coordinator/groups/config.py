@@ -6,6 +6,13 @@ from typing import Any
 
 from ..config import ServerConfig
 from .classic import ClassicConfig
+from .expiration import OffsetsRetention
+
+
+def offsets_retention(config: ServerConfig | None) -> OffsetsRetention:
+    source: Any = config if config is not None else ServerConfig.from_sources({})
+    return OffsetsRetention(retention_ms=source["offsets.retention.minutes"] * 60_000,
+                            check_interval_ms=source["offsets.retention.check.interval.ms"])
 
 
 def group_configs(config: ServerConfig | None) -> ClassicConfig:
