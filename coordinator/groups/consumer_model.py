@@ -11,7 +11,7 @@ import uuid
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from enum import Enum, IntEnum
+from enum import IntEnum, StrEnum
 from typing import Any
 
 from protocol import ErrorCode
@@ -38,8 +38,8 @@ class MemberState(IntEnum):
     UNKNOWN = 127
 
 
-class GroupState(Enum):
-    """What ConsumerGroupDescribe / ListGroups report."""
+class GroupState(StrEnum):
+    """What ConsumerGroupDescribe / ListGroups report (``str()`` is Kafka's name)."""
 
     EMPTY = "Empty"
     ASSIGNING = "Assigning"
@@ -108,6 +108,9 @@ class SubscribedTopic:
 class ConsumerGroup:
     """State of one consumer group; only ``consumer_replay`` changes it."""
 
+    group_type = "consumer"
+    """What ListGroups reports (``groups.admin`` reads it)."""
+
     def __init__(self, group_id: str) -> None:
         self.group_id = group_id
         self.group_epoch = 0
@@ -159,6 +162,21 @@ class ConsumerGroup:
             if not member.is_reconciled_to(self.assignment_epoch):
                 return GroupState.RECONCILING
         return GroupState.STABLE
+
+    def tombstones(self) -> list[tuple[Any, None]]:
+        """Records deleting this (empty) group, for DeleteGroups (``groups.admin``)."""
+        from . import consumer_records as records
+
+        gid = self.group_id
+        out: list[tuple[Any, None]] = []
+        for member_id in self.members:
+            out += [records.current_assignment_tombstone(gid, member_id),
+                    records.target_member_tombstone(gid, member_id),
+                    records.member_metadata_tombstone(gid, member_id)]
+        out += [(records.target_metadata(gid, 0, 0)[0], None),
+                (records.subscription_metadata(gid, ())[0], None),
+                (records.group_epoch(gid, 0)[0], None)]
+        return out
 
     # --- offsets -----------------------------------------------------------------------------
     def validate_offset_commit(self, commit: Any) -> ErrorCode | None:
