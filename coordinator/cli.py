@@ -14,6 +14,7 @@ from storage.dump import dump
 from storage.errors import CorruptLogError
 
 from .bench import codec as codec_bench
+from .bench import produce_consume as produce_consume_bench
 from .bench import store as store_bench
 from .config import ConfigError, ServerConfig
 from .config.properties import read_properties
@@ -48,6 +49,9 @@ def build_parser() -> argparse.ArgumentParser:
     store_bench.add_arguments(store)
     assignor = benches.add_parser("assignor", help="server-side assignor run times")
     assignor_bench.add_arguments(assignor)
+    produce_consume = benches.add_parser("produce-consume",
+                                         help="records/s, MB/s and end-to-end latency")
+    produce_consume_bench.add_arguments(produce_consume)
 
     log_cmd = commands.add_parser("log", help="read a store")
     log_commands = log_cmd.add_subparsers(dest="log_command", required=True)
@@ -126,5 +130,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return serve(args)
     if args.command == "log":
         return dump_log(args)
-    benches = {"codec": codec_bench.run, "store": store_bench.run, "assignor": bench_assignor}
+    benches = {"codec": codec_bench.run, "store": store_bench.run, "assignor": bench_assignor,
+               "produce-consume": produce_consume_bench.run}
     return benches[args.bench](args)

@@ -11,6 +11,7 @@ ApiVersions and Metadata answers, and the server process must stay alive.
 
 from __future__ import annotations
 
+import datetime
 import socket
 import struct
 import time
@@ -115,6 +116,10 @@ def _corpus() -> list[tuple[int, int, Any]]:
                                                        configuration_keys=None)))]
 
     add("describe_configs", 32, range(1, 5), configs)
+    # A neutral Produce would have acks=0, which by design gets no answer at all.
+    add("produce", 0, range(3, 12), lambda v: [protocol.make(
+        cls("produce", v, "ProduceRequest"), acks=-1, timeout=datetime.timedelta(seconds=1),
+        topic_data=())])
     # APIs later issues add to the table: a neutral request of each served version
     covered = {(key, version) for key, version, _ in out}
     for spec in build_registry().specs():
