@@ -125,7 +125,7 @@ def delete_offsets(shard: Any, group_id: str, partitions: list[tuple[str, int]])
     errors = {}
     deletable = []
     for topic, partition in partitions:
-        if topic in subscribed:
+        if subscribed is None or topic in subscribed:  # None: cannot tell, so keep them
             errors[(topic, partition)] = ErrorCode.group_subscribed_to_topic
         else:
             errors[(topic, partition)] = ErrorCode.none
@@ -134,8 +134,9 @@ def delete_offsets(shard: Any, group_id: str, partitions: list[tuple[str, int]])
                   (ErrorCode.none, errors))
 
 
-def _subscribed(group: Any) -> frozenset[str]:
-    """Topics a live group is subscribed to (their offsets are not to be deleted)."""
+def _subscribed(group: Any) -> frozenset[str] | None:
+    """Topics a live group is subscribed to (their offsets are not to be deleted), or None
+    when a member's subscription does not decode and so nothing can be ruled out."""
     if isinstance(group, ClassicGroup):
         if group.state in (ClassicGroupState.EMPTY, ClassicGroupState.DEAD):
             return frozenset()
@@ -143,6 +144,9 @@ def _subscribed(group: Any) -> frozenset[str]:
             return frozenset()
         topics: set[str] = set()
         for member in group.members.values():
-            topics |= subscribed_topics(member.metadata(group.protocol_name or "")) or set()
+            member_topics = subscribed_topics(member.metadata(group.protocol_name or ""))
+            if member_topics is None:
+                return None
+            topics |= member_topics
         return frozenset(topics)
     return frozenset(getattr(group, "subscribed_topic_names", lambda: frozenset())())

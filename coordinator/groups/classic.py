@@ -124,6 +124,20 @@ class _Step:
         return Result(tuple(self.records), response, tuple(self.completions), effect)
 
 
+def validate_existing_member(group: ClassicGroup, member_id: str,
+                             instance_id: str | None) -> ErrorCode | None:
+    """Kafka's validateExistingMember: a static member is known by its instance id, so the
+    zombie of a replaced instance is fenced rather than told it is unknown."""
+    if instance_id is None:
+        return None if member_id in group.members else ErrorCode.unknown_member_id
+    static = group.static_member(instance_id)
+    if static is None:
+        return ErrorCode.unknown_member_id
+    if static.member_id != member_id:
+        return ErrorCode.fenced_instance_id
+    return None
+
+
 def _group(shard: Any, group_id: str) -> ClassicGroup | None:
     group = shard.groups.get(group_id)
     return group if isinstance(group, ClassicGroup) else None
@@ -162,8 +176,13 @@ def session_expired(shard: Any, group_id: str, member_id: str, now: int) -> Resu
         log.info("pending member expired", group_id=group_id, member_id=member_id)
         _maybe_complete_join(step, now)
         return step.result(shard, None)
-    if member_id not in step.group.members:
+    member = step.group.members.get(member_id)
+    if member is None:
         return Result()
+    if not member.is_new and (member.awaiting_join or member.awaiting_sync):
+        # Kafka's hasSatisfiedHeartbeat: a member waiting in JoinGroup or SyncGroup is alive.
+        _arm_session(step, member, now)
+        return step.result(shard, None)
     log.info("member session expired", group_id=group_id, member_id=member_id)
     _remove_member(step, member_id, now, "session timeout expired")
     return step.result(shard, None)
@@ -177,11 +196,11 @@ def join_deadline(shard: Any, group_id: str, now: int) -> Result:
     step = _Step(group.copy())
     delay = shard.classic_config.initial_rebalance_delay_ms
     limit = group.state_timestamp_ms + group.max_rebalance_timeout_ms()
-    if group.initial_rebalance and group.new_member_added and now + delay <= limit:
+    if group.initial_rebalance and group.new_member_added and now < limit:
         # KIP-134: a member joining during the initial delay extends it, up to the rebalance
         # timeout, so that a group starting up rebalances once rather than once per member.
         step.group.new_member_added = False
-        step.timers.append((_join_key(group_id), now + delay,
+        step.timers.append((_join_key(group_id), min(now + delay, limit),
                             lambda s, t: join_deadline(s, group_id, t)))
         return step.result(shard, None)
     _complete_join(step, now)
@@ -371,6 +390,8 @@ def _join_unknown_member(step: _Step, request: JoinRequest, now: int,
 def _add_member_and_rebalance(step: _Step, member: ClassicMember, now: int,
                               request: JoinRequest) -> Any:
     group = step.group
+    if not group.members:
+        group.protocol_type = member.protocol_type  # an empty group takes its first member's
     group.members[member.member_id] = member
     group.new_member_added = True
     if group.leader_id is None:
@@ -450,11 +471,10 @@ def _join_known_member(step: _Step, request: JoinRequest, now: int) -> Any:
     if member_id in group.pending_members:
         group.pending_members.discard(member_id)
         return _add_member_and_rebalance(step, _new_member(request, member_id), now, request)
-    member = group.members.get(member_id)
-    if member is None:
-        return JoinOutcome(ErrorCode.unknown_member_id, member_id)
-    if member.group_instance_id != request.group_instance_id:
-        return JoinOutcome(ErrorCode.fenced_instance_id, member_id)
+    error = validate_existing_member(group, member_id, request.group_instance_id)
+    if error is not None:
+        return JoinOutcome(error, member_id)
+    member = group.members[member_id]
     updated = replace(member, protocols=request.protocols,
                       session_timeout_ms=request.session_timeout_ms,
                       rebalance_timeout_ms=request.rebalance_timeout_ms, awaiting_join=True)

@@ -25,6 +25,7 @@ from .classic import (
     _remove_member,
     _Step,
     sync_key,
+    validate_existing_member,
 )
 from .classic_model import UNKNOWN_MEMBER_ID, ClassicGroup
 
@@ -38,11 +39,10 @@ def sync(shard: Any, request: SyncRequest, now: int) -> Result:
         return Result((), SyncOutcome(ErrorCode.invalid_group_id))
     if group is None or group.state in (Empty, Dead):
         return Result((), SyncOutcome(ErrorCode.unknown_member_id))
-    member = group.members.get(request.member_id)
-    if member is None:
-        return Result((), SyncOutcome(ErrorCode.unknown_member_id))
-    if member.group_instance_id != request.group_instance_id:
-        return Result((), SyncOutcome(ErrorCode.fenced_instance_id))
+    error = validate_existing_member(group, request.member_id, request.group_instance_id)
+    if error is not None:
+        return Result((), SyncOutcome(error))
+    member = group.members[request.member_id]
     if request.generation_id != group.generation_id:
         return Result((), SyncOutcome(ErrorCode.illegal_generation))
     if (request.protocol_type is not None and request.protocol_type != group.protocol_type) or (
@@ -100,11 +100,12 @@ def heartbeat(shard: Any, request: HeartbeatRequest, now: int) -> Result:
         return Result((), ErrorCode.unknown_member_id)
     if group.state is Dead:
         return Result((), ErrorCode.coordinator_not_available)
-    member = group.members.get(request.member_id)
-    if group.state is Empty or member is None:
+    if group.state is Empty:
         return Result((), ErrorCode.unknown_member_id)
-    if member.group_instance_id != request.group_instance_id:
-        return Result((), ErrorCode.fenced_instance_id)
+    error = validate_existing_member(group, request.member_id, request.group_instance_id)
+    if error is not None:
+        return Result((), error)
+    member = group.members[request.member_id]
     if request.generation_id != group.generation_id:
         return Result((), ErrorCode.illegal_generation)
     step = _Step(group)  # nothing about the group changes, only its member's session timer

@@ -24,6 +24,7 @@ from ..runtime.result import Record
 from ..shard import LOAD_HOOKS
 from . import consumer_records as records
 from . import consumer_replay  # noqa: F401  (registers the replayers)
+from .assignor_job import build_job
 from .consumer_env import ConsumerGroupEnv, installed
 from .consumer_model import (
     FIRST_GROUP_EPOCH,
@@ -36,6 +37,8 @@ from .consumer_model import (
     SubscribedTopic,
     is_subset,
 )
+from .group_configs import consumer_overrides
+from .offload import start_effect
 from .reconcile import reconcile
 from .target import assignment_due, build_target, subscribed_ids
 
@@ -169,6 +172,31 @@ def _next_group_epoch(group: ConsumerGroup) -> int:
     return FIRST_GROUP_EPOCH if group.group_epoch == 0 else group.group_epoch + 1
 
 
+# ------------------------------------------------------------------------------ settings
+@dataclass(frozen=True, slots=True)
+class GroupSettings:
+    """The broker's consumer group settings with the group's overrides applied."""
+
+    session_timeout_ms: int
+    heartbeat_interval_ms: int
+    assignment_interval_ms: int
+    assignor_offload: bool
+
+
+def group_settings(shard: Any, env: ConsumerGroupEnv, group_id: str) -> GroupSettings:
+    broker = env.settings
+    own = consumer_overrides(shard, group_id)
+
+    def pick(value: Any, default: Any) -> Any:
+        return default if value is None else value
+
+    return GroupSettings(
+        pick(own.session_timeout_ms, broker.session_timeout_ms),
+        pick(own.heartbeat_interval_ms, broker.heartbeat_interval_ms),
+        pick(own.assignment_interval_ms, broker.assignment_interval_ms),
+        pick(own.assignor_offload, broker.assignor_offload))
+
+
 # ------------------------------------------------------------------------------ timers
 def session_key(group_id: str, member_id: str) -> tuple[str, str, str]:
     return ("consumer-session", group_id, member_id)
@@ -189,8 +217,8 @@ def schedule_session_timeout(shard: Any, env: ConsumerGroupEnv, group_id: str, m
                  member_id=member_id, member_epoch=member.member_epoch)
         return Result(fence_member(shard, env, group, member))
 
-    shard.timers.schedule(session_key(group_id, member_id),
-                          now_ms + env.settings.session_timeout_ms, expire)
+    timeout = group_settings(shard, env, group_id).session_timeout_ms
+    shard.timers.schedule(session_key(group_id, member_id), now_ms + timeout, expire)
 
 
 def schedule_rebalance_timeout(shard: Any, env: ConsumerGroupEnv, group_id: str,
@@ -208,7 +236,7 @@ def schedule_rebalance_timeout(shard: Any, env: ConsumerGroupEnv, group_id: str,
         return Result(fence_member(shard, env, group, current))
 
     timeout = member.rebalance_timeout_ms if member.rebalance_timeout_ms > 0 else \
-        env.settings.session_timeout_ms
+        group_settings(shard, env, group_id).session_timeout_ms
     shard.timers.schedule(rebalance_key(group_id, member_id), now_ms + timeout, expire)
 
 
@@ -375,7 +403,9 @@ def heartbeat(shard: Any, now_ms: int, env: ConsumerGroupEnv,
             f"The consumer group has reached its maximum capacity of {settings.max_size} "
             "members.")
     gid = group.group_id
+    own = group_settings(shard, env, gid)
     out: list[Record] = []
+    effect = None
 
     # 1. The member, and the group epoch if the subscriptions changed.
     member, replaced, is_new = _member_for(group, request, out)
@@ -398,8 +428,11 @@ def heartbeat(shard: Any, now_ms: int, env: ConsumerGroupEnv,
         out.append(records.group_epoch(gid, group_epoch))
         log.info("bumped group epoch", group_id=gid, group_epoch=group_epoch)
 
-    # 2. A new target assignment, if one is due.
-    if assignment_due(group, group_epoch, now_ms, settings.assignment_interval_ms):
+    # 2. A new target assignment, if one is due and no run is in flight (seed 000): inline, or
+    #    offloaded (the target stays as it is until the run's result is installed).
+    offload = own.assignor_offload and env.offloader is not None
+    if group.assignor_run is None and assignment_due(group, group_epoch, now_ms,
+                                                     own.assignment_interval_ms):
         members = dict(group.members)
         targets = dict(group.target)
         if replaced is not None:
@@ -407,12 +440,21 @@ def heartbeat(shard: Any, now_ms: int, env: ConsumerGroupEnv,
             targets[updated.member_id] = targets.pop(replaced.member_id, {})
         members[updated.member_id] = updated
         assignor_name = _preferred_assignor(members.values(), settings.default_assignor)
-        result = build_target(group, group_epoch, members, targets, metadata,
-                              env.assignor(assignor_name), now_ms)
-        out += result.records
-        target_epoch, target = result.epoch, result.assignments.get(updated.member_id, {})
-        log.info("computed target assignment", group_id=gid, assignment_epoch=target_epoch,
-                 assignor=assignor_name, members=len(members))
+        if offload:
+            prepared = build_job(gid, group_epoch, assignor_name, members, targets, metadata)
+            effect = start_effect(shard, gid, prepared, env.offloader)
+            target_epoch, target = group.effective_target(
+                replaced.member_id if replaced is not None else updated.member_id)
+            log.info("offloaded target assignment", group_id=gid, group_epoch=group_epoch,
+                     assignor=assignor_name, members=len(members))
+        else:
+            result = build_target(group, group_epoch, members, targets, metadata,
+                                  env.assignor(assignor_name), now_ms)
+            out += result.records
+            target_epoch, target = result.epoch, result.assignments.get(updated.member_id, {})
+            log.info("computed target assignment", group_id=gid,
+                     assignment_epoch=target_epoch, assignor=assignor_name,
+                     members=len(members))
     else:
         target_epoch, target = group.effective_target(
             replaced.member_id if replaced is not None else updated.member_id)
@@ -436,8 +478,8 @@ def heartbeat(shard: Any, now_ms: int, env: ConsumerGroupEnv,
         and request.owned is not None)
     changed = reconciled.assigned_partitions != member.assigned_partitions
     return Result(out, HeartbeatResponse(
-        reconciled.member_id, reconciled.member_epoch, settings.heartbeat_interval_ms,
-        reconciled.assigned_partitions if full or changed else None))
+        reconciled.member_id, reconciled.member_epoch, own.heartbeat_interval_ms,
+        reconciled.assigned_partitions if full or changed else None), effect=effect)
 
 
 def _preferred_assignor(members: Iterable[ConsumerGroupMember], default: str) -> str:

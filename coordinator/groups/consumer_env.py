@@ -33,6 +33,7 @@ class ConsumerGroupSettings:
     max_size: int = INT_MAX
     assignors: tuple[str, ...] = ("uniform", "range")
     assignment_interval_ms: int = 1000
+    assignor_offload: bool = True
 
     @classmethod
     def from_config(cls, config: Any) -> ConsumerGroupSettings:
@@ -42,6 +43,7 @@ class ConsumerGroupSettings:
             max_size=config["group.consumer.max.size"],
             assignors=tuple(config["group.consumer.assignors"]),
             assignment_interval_ms=config["group.consumer.assignment.interval.ms"],
+            assignor_offload=config["group.consumer.assignor.offload.enable"],
         )
 
     @property
@@ -53,6 +55,8 @@ class ConsumerGroupSettings:
 class ConsumerGroupEnv:
     settings: ConsumerGroupSettings
     topics: TopicLookup
+    offloader: Any = None
+    """Where offloaded assignor runs go (``groups.offload.Offloader``); None runs inline."""
     _assignors: dict[str, PartitionAssignor] = field(default_factory=dict)
 
     def assignor(self, name: str) -> PartitionAssignor:

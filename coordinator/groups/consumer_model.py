@@ -127,6 +127,8 @@ class ConsumerGroup:
         """(topic id, partition) -> (member id, member epoch) of the member that owns it or has
         yet to revoke it."""
         self.subscribed_topic_counts: Counter[str] = Counter()
+        self.assignor_run: int | None = None
+        """The offloaded assignor run in flight (seed 000), if any: in memory, not a record."""
 
     # --- reads -------------------------------------------------------------------------------
     def member(self, member_id: str) -> ConsumerGroupMember | None:

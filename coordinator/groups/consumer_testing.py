@@ -16,6 +16,7 @@ from ..shard import CoordinatorShard
 from .consumer import HeartbeatRequest, HeartbeatResponse, heartbeat, validate
 from .consumer_env import ConsumerGroupEnv, ConsumerGroupSettings
 from .consumer_model import Assignment, ConsumerGroup, ConsumerGroupMember
+from .offload import AssignorRun, install, run_inline
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,12 +37,26 @@ class Topics:
         return next((t for t in self.by_name.values() if t.topic_id == topic_id), None)
 
 
+class ManualOffloader:
+    """Keeps offloaded runs until the test finishes them (``ConsumerGroupContext.finish_runs``)."""
+
+    def __init__(self) -> None:
+        self.runs: list[tuple[int, AssignorRun]] = []
+
+    def submit(self, partition: int, run: AssignorRun) -> None:
+        self.runs.append((partition, run))
+
+
 class ConsumerGroupContext:
-    def __init__(self, settings: ConsumerGroupSettings | None = None, now_ms: int = 1_000_000
-                 ) -> None:
+    def __init__(self, settings: ConsumerGroupSettings | None = None, now_ms: int = 1_000_000,
+                 *, offload: bool = False) -> None:
+        """``offload``: runs go to a :class:`ManualOffloader` (the settings' and the group's
+        ``assignor_offload`` still decide whether a run is offloaded)."""
         self.shard = CoordinatorShard(0)
         self.topics = Topics()
-        self.env = ConsumerGroupEnv(settings or ConsumerGroupSettings(), self.topics)
+        self.offloader = ManualOffloader() if offload else None
+        self.env = ConsumerGroupEnv(settings or ConsumerGroupSettings(), self.topics,
+                                    self.offloader)
         self.now = now_ms
         self.written: list[tuple[Any, Any]] = []
 
@@ -67,7 +82,24 @@ class ConsumerGroupContext:
             decoded_key, decoded_value = decode_record(*encode_record(key, value))
             self.shard.replay(len(self.written), decoded_key, decoded_value)
             self.written.append((decoded_key, decoded_value))
+        if result.effect is not None:
+            result.effect()
         return result.response
+
+    def finish_runs(self, count: int | None = None) -> int:
+        """Finish the oldest ``count`` (default: all) offloaded runs: each is run here and its
+        result installed as a write event at the current time. Returns how many finished."""
+        assert self.offloader is not None, "the context was made without offload=True"
+        runs = self.offloader.runs
+        todo = runs[:len(runs) if count is None else count]
+        del runs[:len(todo)]
+        for _, run in todo:
+            outcome = run_inline(run.prepared)
+            self.apply(install(self.shard, self.now, run, outcome))
+        return len(todo)
+
+    def pending_runs(self) -> int:
+        return 0 if self.offloader is None else len(self.offloader.runs)
 
     def advance(self, ms: int) -> list[Any]:
         """Move the clock and run the timers that came due, as write events."""

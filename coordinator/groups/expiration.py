@@ -45,6 +45,8 @@ def _expired(shard: Any, group_id: str, now: int, retention_ms: int) -> list[tup
             and group.protocol_type != "consumer":
         return []  # only consumer-protocol groups tell us what they subscribe to
     subscribed = _subscribed(group) if group is not None else frozenset()
+    if subscribed is None:
+        return []  # a live group whose subscriptions cannot be read keeps its offsets
     return [tp for tp, offset in committed.items()
             if tp[0] not in subscribed and now >= offset.commit_timestamp + retention_ms]
 
@@ -68,6 +70,14 @@ def expire_offsets(shard: Any, now: int) -> Result:
             records.append(group.tombstone())
             removed.append(group_id)
             log.info("group removed: empty and its offsets expired", group_id=group_id)
+
+    for group_id, group in list(shard.groups.items()):
+        if isinstance(group, ClassicGroup) and group.state is ClassicGroupState.EMPTY \
+                and not group.pending_members and not shard.offsets.has_offsets(group_id):
+            # Kafka's cleanupGroupMetadata: an Empty group with no offsets left is removed.
+            records.append(group.tombstone())
+            removed.append(group_id)
+            log.info("group removed: empty with no offsets", group_id=group_id)
 
     def effect() -> None:
         for group_id in removed:

@@ -1,0 +1,135 @@
+"""An assignor run as a compact, picklable job, and what a worker does with it (seed 000).
+
+The job holds indexes, not object graphs: topics are numbered in name order and members refer
+to a shared table of distinct subscriptions; current targets are (topic index, partitions)
+pairs. No topic id (``uuid.UUID``) crosses the process boundary: the coordinator keeps the
+index -> id table. The worker answers only the members whose target changed.
+
+This module imports only the assignors and the standard library: it is what worker processes
+load.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from assignors import AssignmentSpec, MemberSpec, PartitionAssignor, TopicMetadata, get_assignor
+
+TopicIndexAssignment = tuple[tuple[int, frozenset[int]], ...]
+"""A member's partitions as (topic index, partitions) pairs."""
+
+
+@dataclass(frozen=True, slots=True)
+class AssignorJob:
+    group_id: str
+    group_epoch: int
+    assignor: str
+    topic_names: tuple[str, ...]
+    partition_counts: tuple[int, ...]
+    subscriptions: tuple[tuple[int, ...], ...]
+    member_ids: tuple[str, ...]
+    instance_ids: tuple[str | None, ...]
+    racks: tuple[str | None, ...]
+    member_subscriptions: tuple[int, ...]
+    targets: tuple[TopicIndexAssignment | None, ...]
+    """Each member's current target; None when it has no target record yet."""
+
+
+@dataclass(frozen=True, slots=True)
+class JobResult:
+    changed: tuple[tuple[str, TopicIndexAssignment], ...]
+    """(member id, new target) for every member whose target changed or was never written."""
+    assign_ms: float
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedJob:
+    """The job and what stays in the coordinator to read its answer."""
+
+    job: AssignorJob
+    topic_ids: tuple[uuid.UUID, ...]
+
+
+class _Member:
+    """What ``build_job`` reads of a member (``ConsumerGroupMember`` fits)."""
+
+    member_id: str
+    instance_id: str | None
+    rack_id: str | None
+    subscribed_topic_names: tuple[str, ...]
+
+
+class _Topic:
+    topic_id: uuid.UUID
+    partitions: int
+
+
+def build_job(group_id: str, group_epoch: int, assignor: str,
+              members: Mapping[str, _Member],
+              targets: Mapping[str, Mapping[uuid.UUID, frozenset[int]]],
+              metadata: Mapping[str, _Topic]) -> PreparedJob:
+    """The job for ``members`` (as they will be) starting from their current ``targets``."""
+    names = tuple(sorted(metadata))
+    name_index = {name: i for i, name in enumerate(names)}
+    topic_ids = tuple(metadata[name].topic_id for name in names)
+    id_index = {topic_id: i for i, topic_id in enumerate(topic_ids)}
+    subscriptions: list[tuple[int, ...]] = []
+    seen: dict[tuple[str, ...], int] = {}
+    member_ids, instances, racks, member_subs, current = [], [], [], [], []
+    for member_id in sorted(members):
+        member = members[member_id]
+        key = member.subscribed_topic_names
+        sub = seen.get(key)
+        if sub is None:
+            sub = seen[key] = len(subscriptions)
+            subscriptions.append(tuple(sorted(name_index[n] for n in key if n in name_index)))
+        member_ids.append(member_id)
+        instances.append(member.instance_id)
+        racks.append(member.rack_id)
+        member_subs.append(sub)
+        target = targets.get(member_id)
+        current.append(None if target is None else tuple(
+            (id_index[t], p) for t, p in target.items() if t in id_index))
+    job = AssignorJob(group_id, group_epoch, assignor, names,
+                      tuple(metadata[name].partitions for name in names), tuple(subscriptions),
+                      tuple(member_ids), tuple(instances), tuple(racks), tuple(member_subs),
+                      tuple(current))
+    return PreparedJob(job, topic_ids)
+
+
+_ASSIGNORS: dict[str, PartitionAssignor] = {}
+
+
+def run_job(job: AssignorJob) -> JobResult:
+    """Run the job's assignor (in a worker, or inline in tests)."""
+    started = time.perf_counter()
+    assignor = _ASSIGNORS.get(job.assignor)
+    if assignor is None:
+        assignor = _ASSIGNORS[job.assignor] = get_assignor(job.assignor)
+    subscriptions = job.subscriptions
+    specs = [
+        MemberSpec(member_id=member_id, subscribed_topic_ids=subscriptions[sub],
+                   instance_id=instance, rack=rack,
+                   assignment=dict(target) if target else {})
+        for member_id, instance, rack, sub, target in zip(
+            job.member_ids, job.instance_ids, job.racks, job.member_subscriptions, job.targets,
+            strict=True)
+    ]
+    topics = [TopicMetadata(topic_id=i, name=name, partition_count=count)
+              for i, (name, count) in enumerate(zip(job.topic_names, job.partition_counts,
+                                                    strict=True))]
+    result = assignor.assign(AssignmentSpec.build(specs, topics))
+    changed = []
+    for member_id, target in zip(job.member_ids, job.targets, strict=True):
+        new = {t: frozenset(p) for t, p in result.member(member_id).items() if p}
+        if target is None or new != dict(target):
+            changed.append((member_id, tuple(sorted(new.items()))))
+    return JobResult(tuple(changed), (time.perf_counter() - started) * 1000.0)
+
+
+def to_assignment(pairs: Sequence[tuple[int, frozenset[int]]], topic_ids: Sequence[uuid.UUID]
+                  ) -> dict[uuid.UUID, frozenset[int]]:
+    return {topic_ids[t]: p for t, p in pairs if p}

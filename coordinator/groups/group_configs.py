@@ -1,0 +1,188 @@
+"""Per-group configs (Kafka's ``GroupConfig``, plus seed 000's assignment interval and offload).
+
+Overrides live in the group's coordinator partition as ``GroupConfig`` records (type 1001), are
+replayed into ``shard.group_configs`` and outlive the group itself (KIP-848: deleting a group
+keeps its configs). ``validate`` is Kafka's ``GroupConfig.validate``: names must be known,
+values parse, and the bounded ones stay within the broker's min/max.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from storage.records import GroupConfigKey, GroupConfigValue
+
+from ..config import ConfigDef
+from ..config.model import ConfigError, ConfigType
+from ..runtime.result import Record
+from ..shard import register_replayer
+
+INT, BOOL, STRING = ConfigType.INT, ConfigType.BOOLEAN, ConfigType.STRING
+
+# Group config name -> (type, broker config it defaults to, or a fixed default).
+_BROKER_DEFAULTS: dict[str, tuple[ConfigType, str | None, Any]] = {
+    "consumer.session.timeout.ms": (INT, "group.consumer.session.timeout.ms", None),
+    "consumer.heartbeat.interval.ms": (INT, "group.consumer.heartbeat.interval.ms", None),
+    "consumer.assignment.interval.ms": (INT, None, -1),
+    "consumer.assignor.offload.enable": (BOOL, None, None),
+    "share.session.timeout.ms": (INT, "group.share.session.timeout.ms", None),
+    "share.heartbeat.interval.ms": (INT, "group.share.heartbeat.interval.ms", None),
+    "share.record.lock.duration.ms": (INT, "group.share.record.lock.duration.ms", None),
+    "share.delivery.count.limit": (INT, "group.share.delivery.count.limit", None),
+    "share.auto.offset.reset": (STRING, None, "latest"),
+    "share.isolation.level": (STRING, None, "read_uncommitted"),
+    "share.assignment.interval.ms": (INT, None, -1),
+    "share.assignor.offload.enable": (BOOL, None, None),
+    "streams.session.timeout.ms": (INT, "group.streams.session.timeout.ms", None),
+    "streams.heartbeat.interval.ms": (INT, "group.streams.heartbeat.interval.ms", None),
+    "streams.num.standby.replicas": (INT, "group.streams.num.standby.replicas", None),
+    "streams.initial.rebalance.delay.ms": (INT, "group.streams.initial.rebalance.delay.ms",
+                                           None),
+    "streams.assignment.interval.ms": (INT, None, -1),
+    "streams.assignor.offload.enable": (BOOL, None, None),
+}
+
+_DOCS = {
+    "session.timeout.ms": "The timeout to detect client failures when using the {} group "
+                          "protocol.",
+    "heartbeat.interval.ms": "The heartbeat interval given to the members of a {} group.",
+    "assignment.interval.ms": "The interval between assignment updates for a {} group; -1 "
+                              "uses the broker's group.{}.assignment.interval.ms.",
+    "assignor.offload.enable": "Whether to offload {} group assignment to a group coordinator "
+                               "background thread; not set uses the broker's "
+                               "group.{}.assignor.offload.enable.",
+}
+
+_ONE_OF = {"share.auto.offset.reset": ("latest", "earliest"),
+           "share.isolation.level": ("read_committed", "read_uncommitted")}
+
+GROUP_CONFIG_NAMES: tuple[str, ...] = tuple(_BROKER_DEFAULTS)
+
+
+class GroupConfigError(ValueError):
+    """INVALID_CONFIG, with Kafka's message."""
+
+
+def definition(name: str) -> ConfigDef:
+    kind, _, rest = name.partition(".")
+    doc = _DOCS.get(rest, "The group's {} config " + rest + ".").format(kind, kind)
+    config_type = _BROKER_DEFAULTS[name][0]
+    return ConfigDef(name, config_type, _BROKER_DEFAULTS[name][2], doc,
+                     one_of=_ONE_OF.get(name, ()))
+
+
+def default_value(name: str, broker_config: Any) -> Any:
+    _, broker_key, fixed = _BROKER_DEFAULTS[name]
+    return broker_config[broker_key] if broker_key is not None else fixed
+
+
+def validate(overrides: Mapping[str, str], broker_config: Any) -> dict[str, Any]:
+    """The parsed overrides, or ``GroupConfigError`` (Kafka's ``GroupConfig.validate``)."""
+    parsed: dict[str, Any] = {}
+    for name, raw in overrides.items():
+        if name not in _BROKER_DEFAULTS:
+            raise GroupConfigError(f"Unknown group config name: {name}")
+        try:
+            parsed[name] = definition(name).parse(raw)
+        except ConfigError as exc:
+            raise GroupConfigError(str(exc)) from None
+    effective = {name: parsed.get(name, default_value(name, broker_config))
+                 for name in _BROKER_DEFAULTS}
+    for kind in ("consumer", "share", "streams"):
+        session = effective[f"{kind}.session.timeout.ms"]
+        heartbeat = effective[f"{kind}.heartbeat.interval.ms"]
+        for what, value in (("heartbeat.interval.ms", heartbeat),
+                            ("session.timeout.ms", session)):
+            _bounded(f"{kind}.{what}", value, broker_config, f"group.{kind}.min.{what}",
+                     f"group.{kind}.max.{what}")
+        if heartbeat >= session:
+            raise GroupConfigError(f"{kind}.heartbeat.interval.ms must be less than "
+                                   f"{kind}.session.timeout.ms")
+        interval = effective[f"{kind}.assignment.interval.ms"]
+        if interval != -1:
+            _bounded(f"{kind}.assignment.interval.ms", interval, broker_config,
+                     f"group.{kind}.min.assignment.interval.ms",
+                     f"group.{kind}.max.assignment.interval.ms")
+    limit = effective["share.delivery.count.limit"]
+    if not 2 <= limit <= 10:
+        raise GroupConfigError("share.delivery.count.limit must be between 2 and 10")
+    lock = effective["share.record.lock.duration.ms"]
+    if not 1000 <= lock <= 3600000:
+        raise GroupConfigError("share.record.lock.duration.ms must be between 1000 and 3600000")
+    standby = effective["streams.num.standby.replicas"]
+    maximum = broker_config["group.streams.max.standby.replicas"]
+    if not 0 <= standby <= maximum:
+        raise GroupConfigError("streams.num.standby.replicas must be less than or equal to "
+                               "group.streams.max.standby.replicas")
+    if effective["streams.initial.rebalance.delay.ms"] < 0:
+        raise GroupConfigError("streams.initial.rebalance.delay.ms must be greater than or "
+                               "equal to 0")
+    return parsed
+
+
+def _bounded(name: str, value: int, config: Any, low_key: str, high_key: str) -> None:
+    if value < config[low_key]:
+        raise GroupConfigError(f"{name} must be greater than or equal to {low_key}")
+    if value > config[high_key]:
+        raise GroupConfigError(f"{name} must be less than or equal to {high_key}")
+
+
+# ------------------------------------------------------------------------------ the shard
+def overrides(shard: Any, group_id: str) -> Mapping[str, str]:
+    """The group's overrides as stored (name -> value text); empty when it has none."""
+    configs: dict[str, dict[str, str]] = getattr(shard, "group_configs", {})
+    return configs.get(group_id, {})
+
+
+def record(group_id: str, configs: Mapping[str, str]) -> Record:
+    if not configs:
+        return (GroupConfigKey(group_id=group_id), None)
+    return (GroupConfigKey(group_id=group_id), GroupConfigValue(configs=dict(sorted(
+        configs.items()))))
+
+
+def _replay(shard: Any, offset: int, key: GroupConfigKey, value: GroupConfigValue | None
+            ) -> None:
+    configs = shard.__dict__.setdefault("group_configs", {})
+    if value is None or not value.configs:
+        configs.pop(key.group_id, None)
+    else:
+        configs[key.group_id] = dict(value.configs)
+
+
+register_replayer(GroupConfigKey, _replay)
+
+
+# ------------------------------------------------------------------------------ consumer groups
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupOverrides:
+    """What a consumer group overrides; None means the broker's value."""
+
+    session_timeout_ms: int | None = None
+    heartbeat_interval_ms: int | None = None
+    assignment_interval_ms: int | None = None
+    assignor_offload: bool | None = None
+
+
+def consumer_overrides(shard: Any, group_id: str) -> ConsumerGroupOverrides:
+    stored = overrides(shard, group_id)
+    if not stored:
+        return ConsumerGroupOverrides()
+
+    def parsed(name: str) -> Any:
+        raw = stored.get(name)
+        if raw is None:
+            return None
+        try:
+            return definition(name).parse(raw)
+        except ConfigError:
+            return None  # written by a build with other rules: fall back to the broker's
+
+    interval = parsed("consumer.assignment.interval.ms")
+    return ConsumerGroupOverrides(
+        session_timeout_ms=parsed("consumer.session.timeout.ms"),
+        heartbeat_interval_ms=parsed("consumer.heartbeat.interval.ms"),
+        assignment_interval_ms=None if interval is None or interval == -1 else interval,
+        assignor_offload=parsed("consumer.assignor.offload.enable"))

@@ -1,0 +1,152 @@
+"""Offloaded assignor runs (seed 000): start one, and install its result.
+
+A run starts as the effect of the heartbeat that found a new target due: the group is marked as
+having a run in flight (at most one per group; in memory, not a record) and the job goes to the
+offloader. The result comes back as a write event on the group's partition (``install``), which
+first applies what changed meanwhile, then writes the target records with the finish time:
+
+* the group was deleted, downgraded or reloaded (not the same group object), or a newer target
+  was installed meanwhile: the result is discarded;
+* a member left or was fenced: its assignment is dropped;
+* a static member was replaced: its assignment goes to the member now holding its instance id;
+* subscriptions changed: the result is still installed; the group epoch is ahead of it, so a new
+  run is due on a later heartbeat.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from ..logs import get_logger
+from ..runtime import CoordinatorError, Result
+from ..runtime.result import Record
+from . import consumer_records as records
+from .assignor_job import JobResult, PreparedJob, run_job, to_assignment
+from .consumer_model import Assignment, ConsumerGroup
+
+log = get_logger("coordinator.groups.offload")
+
+_run_ids = itertools.count(1)
+
+
+@dataclass(frozen=True, slots=True)
+class AssignorRun:
+    run_id: int
+    group: ConsumerGroup
+    """The group object the run was started for: identity tells a deleted or reloaded group."""
+    prepared: PreparedJob
+
+
+class Offloader(Protocol):
+    def submit(self, partition: int, run: AssignorRun) -> None: ...
+
+
+def start_effect(shard: Any, group_id: str, prepared: PreparedJob, offloader: Offloader
+                 ) -> Callable[[], None]:
+    """The effect that marks the group's run in flight and hands it to ``offloader`` (it runs
+    after the heartbeat's records are applied, so a new group exists by then)."""
+
+    def effect() -> None:
+        group = shard.groups.get(group_id)
+        if not isinstance(group, ConsumerGroup) or group.assignor_run is not None:
+            return
+        run = AssignorRun(next(_run_ids), group, prepared)
+        group.assignor_run = run.run_id
+        try:
+            offloader.submit(shard.partition, run)
+        except Exception:
+            group.assignor_run = None
+            log.exception("could not offload the assignor run", group_id=group_id)
+
+    return effect
+
+
+def install(shard: Any, now_ms: int, run: AssignorRun, outcome: JobResult | BaseException
+            ) -> Result:
+    """The write event for a finished run. Clearing the in-flight mark is bookkeeping, not
+    state from records: it is done even if the records then fail to be written (the
+    timestamp is then not updated and the next run may come sooner, as the seed allows)."""
+    job = run.prepared.job
+    gid = job.group_id
+    group = shard.groups.get(gid)
+    if group is run.group and group.assignor_run == run.run_id:
+        group.assignor_run = None
+    if group is not run.group:
+        log.info("assignor result discarded: the group is gone", group_id=gid,
+                 group_epoch=job.group_epoch)
+        return Result()
+    if isinstance(outcome, BaseException):
+        log.error("assignor run failed", group_id=gid, error=repr(outcome))
+        return Result()
+    if group.assignment_epoch >= job.group_epoch:
+        log.info("assignor result discarded: a newer target exists", group_id=gid,
+                 group_epoch=job.group_epoch, assignment_epoch=group.assignment_epoch)
+        return Result()
+    out = _target_records(group, run, outcome)
+    out.append(records.target_metadata(gid, job.group_epoch, now_ms))
+    log.info("installed offloaded target assignment", group_id=gid,
+             assignment_epoch=job.group_epoch, changed=len(out) - 1,
+             assign_ms=round(outcome.assign_ms, 1))
+    return Result(out)
+
+
+def _target_records(group: ConsumerGroup, run: AssignorRun, outcome: JobResult) -> list[Record]:
+    job, topic_ids = run.prepared.job, run.prepared.topic_ids
+    instances = dict(zip(job.member_ids, job.instance_ids, strict=True))
+    in_result = set(job.member_ids)
+    new: dict[str, Assignment] = {}
+    for member_id, pairs in outcome.changed:
+        assignment = to_assignment(pairs, topic_ids)
+        if member_id in group.members:
+            new[member_id] = assignment
+            continue
+        replacement = group.static_member(instances.get(member_id))
+        if replacement is not None and replacement.member_id not in in_result:
+            new[replacement.member_id] = assignment  # the static member's new instance
+        # otherwise the member left meanwhile: its assignment is dropped
+    gid = group.group_id
+    return [records.target_member(gid, member_id, assignment)
+            for member_id, assignment in new.items()
+            if member_id not in group.target or group.target[member_id] != assignment]
+
+
+def run_inline(prepared: PreparedJob) -> JobResult:
+    """The job run in this process (tests)."""
+    return run_job(prepared.job)
+
+
+class ExecutorOffloader:
+    """Sends runs to the background executor; results come back as writes on the runtime."""
+
+    def __init__(self, executor: Any, runtime: Any) -> None:
+        self.executor = executor
+        self.runtime = runtime
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def submit(self, partition: int, run: AssignorRun) -> None:
+        def done(outcome: Any) -> None:
+            task = asyncio.get_running_loop().create_task(self._install(partition, run, outcome))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+        self.executor.submit(run_job, run.prepared.job, done)
+
+    async def _install(self, partition: int, run: AssignorRun, outcome: Any) -> None:
+        try:
+            await self.runtime.write(partition,
+                                     lambda shard, now: install(shard, now, run, outcome),
+                                     name="AssignorResult")
+        except CoordinatorError as exc:
+            log.warning("assignor result not installed", group_id=run.prepared.job.group_id,
+                        error=exc.code.name)
+            if run.group.assignor_run == run.run_id:
+                run.group.assignor_run = None
+
+    async def close(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
