@@ -8,14 +8,20 @@ STAMP := $(VENV)/.installed
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -e '.[dev,pipeline]'
 	touch $(STAMP)
 
-# Debian packages the suite drives (kcat); installed with apt when missing.
+# Debian packages the suite drives (kcat, a real Prometheus and promtool); installed with apt
+# when missing.
 system-deps:
-	@command -v kcat >/dev/null 2>&1 || { \
+	@missing=""; \
+	command -v kcat >/dev/null 2>&1 || missing="$$missing kcat"; \
+	command -v promtool >/dev/null 2>&1 || missing="$$missing prometheus"; \
+	if [ -n "$$missing" ]; then \
 	  SUDO=$$(command -v sudo >/dev/null 2>&1 && [ "$$(id -u)" != 0 ] && echo sudo); \
-	  $$SUDO apt-get update -qq && $$SUDO DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat; }
+	  $$SUDO apt-get update -qq && \
+	  $$SUDO DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
 
 run: $(STAMP)
 	$(PY) -m coordinator serve

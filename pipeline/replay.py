@@ -1,0 +1,280 @@
+"""Replay one group's records (in log order) into the rows of the group tables.
+
+Pure Python, no Spark: :mod:`pipeline.tables` runs :func:`replay_group` once per group with
+``applyInArrow``. Rows are plain dicts keyed by the column names of :mod:`pipeline.outputs`.
+
+Definitions:
+- an *assignment run* is a target assignment metadata record (consumer groups) or a classic
+  GroupMetadata record (a generation's assignment, or the group becoming Empty);
+- a partition *moved* if its owner in a run's target differs from its owner in the previous
+  run's target (a partition newly assigned or no longer assigned has not moved);
+- a *rebalance* of a consumer group starts at a group epoch bump and completes when the target
+  of that epoch is computed and every member is Stable at that epoch or later; a newer bump first
+  supersedes it; all members gone first makes it ``empty``. Classic groups' logs hold only the
+  end of each generation, so their rebalances have no start and no duration.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pipeline.consumer_protocol import decode_assignment, decode_subscription
+
+Row = dict[str, Any]
+Owner = dict[tuple[str, int], str]
+
+CONSUMER = "consumer"
+CLASSIC = "classic"
+STABLE = 0
+
+
+def moved(before: Owner, after: Owner) -> int:
+    """Partitions owned in both targets, by different members."""
+    return sum(1 for tp, owner in after.items() if before.get(tp, owner) != owner)
+
+
+def _owners(assignment: dict[str, list[tuple[str, int]]]) -> Owner:
+    return {tp: member for member, tps in assignment.items() for tp in tps}
+
+
+def _flatten(topic_partitions: Iterable[dict[str, Any]] | None) -> list[tuple[str, int]]:
+    return [(tp["topic_id"], p) for tp in topic_partitions or () for p in tp["partitions"]]
+
+
+@dataclass
+class GroupTables:
+    runs: list[Row] = field(default_factory=list)
+    timeline: list[Row] = field(default_factory=list)
+    rebalances: list[Row] = field(default_factory=list)
+    state: list[Row] = field(default_factory=list)
+
+
+@dataclass
+class _Rebalance:
+    epoch: int
+    started_ms: int
+    target_ms: int | None = None
+
+
+class _ConsumerReplay:
+    def __init__(self, store: str, group_id: str, out: GroupTables) -> None:
+        self.base = {"store": store, "group_id": group_id, "group_type": CONSUMER}
+        self.out = out
+        self.epoch: int | None = None
+        self.target: dict[str, list[tuple[str, int]]] = {}
+        self.previous_owner: Owner | None = None
+        self.previous_run_ms: int | None = None
+        self.bump_ms: int | None = None
+        self.members: dict[str, list[str]] = {}  # member -> subscribed topics
+        self.member_epoch: dict[str, tuple[int, int]] = {}  # member -> (epoch, state)
+        self.target_epoch = -1
+        self.open: _Rebalance | None = None
+        self.last_ms = 0
+        self.deleted = False
+
+    def _event(self, member: str, event: str, epoch: int | None, row: Row) -> None:
+        self.out.timeline.append({**self.base, "member_id": member, "event": event,
+                                  "epoch": epoch, "timestamp": row["timestamp"],
+                                  "offset": row["offset"]})
+
+    def _close(self, status: str, now: int | None) -> None:
+        rb = self.open
+        if rb is None:
+            return
+        self.open = None
+        done = now if status == "completed" else None
+        self.out.rebalances.append({
+            **self.base, "epoch": rb.epoch, "started_ms": rb.started_ms,
+            "target_ms": rb.target_ms, "completed_ms": done,
+            "duration_ms": None if done is None else done - rb.started_ms,
+            "members": len(self.members), "status": status})
+
+    def _check(self, now: int) -> None:
+        rb = self.open
+        if rb is None or self.target_epoch < rb.epoch:
+            return
+        if not self.members:
+            self._close("empty", now)
+            return
+        for member in self.members:
+            epoch, state = self.member_epoch.get(member, (-1, -1))
+            if epoch < rb.epoch or state != STABLE:
+                return
+        self._close("completed", now)
+
+    def apply(self, row: Row) -> None:
+        kind = row["type"]
+        now = row["timestamp"]
+        self.last_ms = now
+        member = row["member_id"]
+        tomb = row["tombstone"]
+        if kind == "ConsumerGroupMetadata":
+            if tomb:
+                for m in list(self.members):
+                    self._event(m, "left", None, row)
+                self.members.clear()
+                self._close("empty", now)
+                self.deleted = True
+                return
+            self.deleted = False
+            epoch = row["epoch"]
+            if self.epoch is None or epoch > self.epoch:
+                self._close("superseded", None)
+                self.open = _Rebalance(epoch, now)
+                self.bump_ms = now
+            self.epoch = epoch
+        elif kind == "ConsumerGroupMemberMetadata":
+            if tomb:
+                if self.members.pop(member, None) is not None:
+                    self._event(member, "left", None, row)
+                self.member_epoch.pop(member, None)
+            else:
+                if member not in self.members:
+                    self._event(member, "joined", None, row)
+                self.members[member] = list(row["subscribed_topics"] or ())
+        elif kind == "ConsumerGroupCurrentMemberAssignment":
+            if tomb:
+                self.member_epoch.pop(member, None)
+            else:
+                epoch = row["epoch"]
+                before = self.member_epoch.get(member)
+                if before is None or before[0] != epoch:
+                    self._event(member, "epoch", epoch, row)
+                self.member_epoch[member] = (epoch, row["member_state"])
+        elif kind == "ConsumerGroupTargetAssignmentMember":
+            if tomb:
+                self.target.pop(member, None)
+            else:
+                self.target[member] = _flatten(row["partitions"])
+        elif kind == "ConsumerGroupTargetAssignmentMetadata" and not tomb:
+            self._run(row)
+        self._check(now)
+
+    def _run(self, row: Row) -> None:
+        epoch = row["epoch"]
+        finished = row["assignment_timestamp"] or row["timestamp"]
+        owners = _owners(self.target)
+        self.out.runs.append({
+            **self.base, "partition": row["partition"], "offset": row["offset"],
+            "epoch": epoch, "timestamp": finished, "record_timestamp": row["timestamp"],
+            "since_previous_ms": None if self.previous_run_ms is None
+            else finished - self.previous_run_ms,
+            "epoch_bump_ms": self.bump_ms,
+            "members": len(self.target), "partitions": len(owners),
+            "partitions_moved": 0 if self.previous_owner is None
+            else moved(self.previous_owner, owners)})
+        self.previous_owner = owners
+        self.previous_run_ms = finished
+        self.target_epoch = epoch
+        if self.open is not None and self.open.epoch <= epoch and self.open.target_ms is None:
+            self.open.target_ms = finished
+
+    def finish(self) -> None:
+        self._close("incomplete", None)
+        topics = sorted({t for ts in self.members.values() for t in ts})
+        self.out.state.append({**self.base, "state": "dead" if self.deleted else
+                               ("empty" if not self.members else "live"),
+                               "state_timestamp": self.last_ms, "epoch": self.epoch,
+                               "members": len(self.members), "subscribed_topics": topics,
+                               "protocol_type": CONSUMER})
+
+
+class _ClassicReplay:
+    def __init__(self, store: str, group_id: str, out: GroupTables) -> None:
+        self.base = {"store": store, "group_id": group_id, "group_type": CLASSIC}
+        self.out = out
+        self.members: dict[str, int] = {}  # member -> generation it was last seen in
+        self.previous_owner: Owner | None = None
+        self.previous_run_ms: int | None = None
+        self.last: Row | None = None
+        self.deleted = False
+
+    def apply(self, row: Row) -> None:
+        now = row["timestamp"]
+        if row["tombstone"]:
+            for member in self.members:
+                self._event(member, "left", None, row)
+            self.members.clear()
+            self.previous_owner = None
+            self.deleted = True
+            self.last = row
+            return
+        self.deleted = False
+        self.last = row
+        generation = row["epoch"]
+        members = row["classic_members"] or []
+        present = {m["member_id"] for m in members}
+        for member in [m for m in self.members if m not in present]:
+            self._event(member, "left", None, row)
+            del self.members[member]
+        plan: dict[str, list[tuple[str, int]]] = {}
+        for m in members:
+            member_id = m["member_id"]
+            if member_id not in self.members:
+                self._event(member_id, "joined", None, row)
+            if self.members.get(member_id) != generation:
+                self._event(member_id, "epoch", generation, row)
+            self.members[member_id] = generation
+            decoded = decode_assignment(m["assignment"]) or []
+            plan[member_id] = [(t, p) for t, parts in decoded for p in parts]
+        owners = _owners(plan)
+        self.out.runs.append({
+            **self.base, "partition": row["partition"], "offset": row["offset"],
+            "epoch": generation, "timestamp": now, "record_timestamp": now,
+            "since_previous_ms": None if self.previous_run_ms is None
+            else now - self.previous_run_ms,
+            "epoch_bump_ms": None, "members": len(members), "partitions": len(owners),
+            "partitions_moved": 0 if self.previous_owner is None
+            else moved(self.previous_owner, owners)})
+        self.out.rebalances.append({
+            **self.base, "epoch": generation, "started_ms": None, "target_ms": now,
+            "completed_ms": now if members else None, "duration_ms": None,
+            "members": len(members), "status": "completed" if members else "empty"})
+        self.previous_owner = owners
+        self.previous_run_ms = now
+
+    def _event(self, member: str, event: str, epoch: int | None, row: Row) -> None:
+        self.out.timeline.append({**self.base, "member_id": member, "event": event,
+                                  "epoch": epoch, "timestamp": row["timestamp"],
+                                  "offset": row["offset"]})
+
+    def finish(self) -> None:
+        row = self.last
+        if row is None:
+            return
+        members = [] if self.deleted else (row["classic_members"] or [])
+        topics: set[str] = set()
+        if row["protocol_type"] == "consumer":
+            for m in members:
+                topics |= set(decode_subscription(m["subscription"]) or ())
+        self.out.state.append({
+            **self.base,
+            "state": "dead" if self.deleted else ("live" if members else "empty"),
+            "state_timestamp": row["timestamp"] if self.deleted
+            else (row["assignment_timestamp"] if row["assignment_timestamp"] is not None
+                  and row["assignment_timestamp"] >= 0 else row["timestamp"]),
+            "epoch": row["epoch"], "members": len(members), "subscribed_topics": sorted(topics),
+            "protocol_type": row["protocol_type"]})
+
+
+def replay_group(store: str, group_id: str, rows: Iterable[Row]) -> GroupTables:
+    """The rows of every group table for one group; ``rows`` in log order."""
+    out = GroupTables()
+    consumer: _ConsumerReplay | None = None
+    classic: _ClassicReplay | None = None
+    for row in rows:
+        kind = row["type"]
+        if kind == "GroupMetadata":
+            if classic is None:
+                classic = _ClassicReplay(store, group_id, out)
+            classic.apply(row)
+        elif kind.startswith("ConsumerGroup"):
+            if consumer is None:
+                consumer = _ConsumerReplay(store, group_id, out)
+            consumer.apply(row)
+    for replay in (consumer, classic):
+        if replay is not None:
+            replay.finish()
+    return out

@@ -1,0 +1,93 @@
+"""``report.html``: the tables' highlights and the PNG plots."""
+
+from __future__ import annotations
+
+import html
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pandas as pd
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from pipeline import plots
+
+if TYPE_CHECKING:
+    from pipeline.job import JobOptions
+
+PLOTS = {
+    "assignor_runs.png": "Assignor runs over time",
+    "rebalance_durations.png": "Rebalance durations",
+    "partitions_moved.png": "Partitions moved per run",
+    "commit_rates.png": "Offset commits over time",
+}
+RUN_COLUMNS = ["store", "group_id", "group_type", "epoch", "timestamp", "since_previous_ms",
+               "members", "partitions", "partitions_moved"]
+
+
+def _table(df: pd.DataFrame, limit: int = 50) -> str:
+    if df.empty:
+        return "<p><em>none</em></p>"
+    return df.head(limit).to_html(index=False, na_rep="", border=0, classes="t",
+                                  float_format=lambda v: f"{v:,.1f}")
+
+
+def _ms_columns_to_time(df: pd.DataFrame) -> pd.DataFrame:
+    df = df.copy()
+    for col in df.columns:
+        if col.endswith("_ms") and not col.startswith(("p50", "p99", "max", "since", "duration")):
+            df[col] = pd.to_datetime(df[col], unit="ms", utc=True).dt.strftime(
+                "%Y-%m-%d %H:%M:%S")
+    return df
+
+
+def write_report(spark: SparkSession, out: Path, per_minute: DataFrame,
+                 options: JobOptions) -> Path:
+    read = spark.read.parquet
+    summary = read(str(out / "group_summary")).toPandas()
+    runs = read(str(out / "assignment_runs")).select(*RUN_COLUMNS).toPandas()
+    rebalances = read(str(out / "rebalances")).toPandas()
+    slowest = (read(str(out / "rebalances")).where(F.col("status") == "completed")
+               .orderBy(F.col("duration_ms").desc_nulls_last()).limit(10).toPandas())
+    expiring = (read(str(out / "offset_expiration"))
+                .where(F.col("status").isin("due", "expired", "pending"))
+                .groupBy("store", "group_id", "rule", "status")
+                .agg(F.count("*").alias("offsets"), F.min("expires_at_ms").alias("expires_at_ms"))
+                .orderBy("expires_at_ms").limit(30).toPandas())
+    minutes = per_minute.toPandas()
+    pngs = {
+        "assignor_runs.png": plots.assignor_runs(runs, options.assignment_interval_ms,
+                                                 out / "assignor_runs.png"),
+        "rebalance_durations.png": plots.rebalance_durations(rebalances,
+                                                             out / "rebalance_durations.png"),
+        "partitions_moved.png": plots.partitions_moved(runs, out / "partitions_moved.png"),
+        "commit_rates.png": plots.commit_rates(minutes, out / "commit_rates.png"),
+    }
+    stores = ", ".join(html.escape(d) for d in options.log_dirs)
+    parts = [
+        "<!doctype html><html><head><meta charset='utf-8'>",
+        "<title>Coordinator rebalance report</title><style>",
+        "body{font-family:sans-serif;margin:2em;max-width:1200px}",
+        "table.t{border-collapse:collapse;font-size:12px}",
+        "table.t td,table.t th{border:1px solid #ccc;padding:2px 6px;text-align:right}",
+        "img{max-width:100%;border:1px solid #eee;margin:8px 0}</style></head><body>",
+        "<h1>Coordinator rebalance report</h1>",
+        f"<p>Stores: {stores}. Generated {time.strftime('%Y-%m-%d %H:%M:%S')}. "
+        f"{len(summary)} groups, {len(runs):,} assignor runs, "
+        f"{int((rebalances['status'] == 'completed').sum()) if len(rebalances) else 0:,} "
+        f"completed rebalances. Offsets retention: {options.retention_minutes} min.</p>",
+        "<h2>Groups</h2>", _table(_ms_columns_to_time(summary), 200),
+        "<h2>Slowest rebalances</h2>", _table(_ms_columns_to_time(slowest)),
+        "<h2>Offsets expiring or expired</h2>", _table(_ms_columns_to_time(expiring)),
+    ]
+    for name, title in PLOTS.items():
+        parts.append(f"<h2>{html.escape(title)}</h2><img src='{pngs[name].name}' "
+                     f"alt='{html.escape(title)}'>")
+    parts.append("<p>Tables (Parquet): " + ", ".join(
+        f"<code>{n}/</code>" for n in ("assignment_runs", "member_timeline", "rebalances",
+                                       "offset_commits", "offset_expiration", "group_summary"))
+                 + "</p></body></html>")
+    path = out / "report.html"
+    path.write_text("\n".join(parts))
+    return path

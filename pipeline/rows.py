@@ -1,0 +1,254 @@
+"""Stored records -> Arrow RecordBatches of the ``coordinator-log`` schema, decoded with
+``storage``'s own record codec.
+
+Records are bucketed by type: each type fills only its own columns (see :data:`_FIELDS_OF`), and
+the columns a type does not have are all-null arrays made in one call, so a batch costs little
+more than decoding its records. Rows come out grouped by type within a batch (each row carries
+its offset).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+import pyarrow as pa
+
+from pipeline.schema import ARROW_SCHEMA
+from storage.codec import kafka_uuid_str
+from storage.errors import RecordDecodeError
+from storage.records import RECORD_TYPES, decode_record
+
+Fields = tuple[Any, ...]
+Filler = Callable[[Any, Any], Fields]
+StoredRecord = tuple[int, int, bytes, bytes | None]
+
+_NAMES: dict[int, str] = {tid: rt.name for tid, rt in RECORD_TYPES.items()}
+_NAMES[0] = RECORD_TYPES[1].name  # legacy offset commit key version
+UNDECODABLE = "Undecodable"
+
+
+def _tps(tps: Iterable[Any]) -> list[dict[str, Any]]:
+    return [{"topic_id": kafka_uuid_str(tp.topic_id), "partitions": list(tp.partitions)}
+            for tp in tps]
+
+
+OFFSET_COMMIT = ("group_id", "commit_topic", "commit_partition", "commit_offset",
+                 "commit_timestamp", "expire_timestamp")
+
+
+def _offset_commit(key: Any, value: Any) -> Fields:
+    if value is None:
+        return key.group, key.topic, key.partition, None, None, None
+    return (key.group, key.topic, key.partition, value.offset, value.commit_timestamp,
+            value.expire_timestamp)
+
+
+GROUP_METADATA = ("group_id", "epoch", "protocol_type", "protocol", "leader",
+                  "assignment_timestamp", "classic_members")
+
+
+def _group_metadata(key: Any, value: Any) -> Fields:
+    if value is None:
+        return key.group, None, None, None, None, None, None
+    members = [
+        {"member_id": m.member_id, "instance_id": m.group_instance_id, "client_id": m.client_id,
+         "session_timeout_ms": m.session_timeout, "rebalance_timeout_ms": m.rebalance_timeout,
+         "subscription": m.subscription, "assignment": m.assignment}
+        for m in value.members
+    ]
+    return (key.group, value.generation, value.protocol_type, value.protocol, value.leader,
+            value.current_state_timestamp, members)
+
+
+GROUP_EPOCH = ("group_id", "epoch")
+
+
+def _group_epoch(key: Any, value: Any) -> Fields:
+    return key.group_id, None if value is None else value.epoch
+
+
+PARTITION_METADATA = ("group_id", "topics")
+
+
+def _partition_metadata(key: Any, value: Any) -> Fields:
+    if value is None:
+        return key.group_id, None
+    return key.group_id, [
+        {"topic_id": kafka_uuid_str(t.topic_id), "topic_name": t.topic_name,
+         "num_partitions": t.num_partitions}
+        for t in value.topics
+    ]
+
+
+MEMBER_METADATA = ("group_id", "member_id", "subscribed_topics", "instance_id", "client_id",
+                   "rebalance_timeout_ms", "server_assignor")
+
+
+def _member_metadata(key: Any, value: Any) -> Fields:
+    if value is None:
+        return key.group_id, key.member_id, None, None, None, None, None
+    return (key.group_id, key.member_id, list(value.subscribed_topic_names), value.instance_id,
+            value.client_id, value.rebalance_timeout_ms, value.server_assignor)
+
+
+TARGET_METADATA = ("group_id", "epoch", "assignment_timestamp")
+
+
+def _target_metadata(key: Any, value: Any) -> Fields:
+    if value is None:
+        return key.group_id, None, None
+    return key.group_id, value.assignment_epoch, value.timestamp
+
+
+TARGET_MEMBER = ("group_id", "member_id", "partitions")
+
+
+def _target_member(key: Any, value: Any) -> Fields:
+    if value is None:
+        return key.group_id, key.member_id, None
+    return key.group_id, key.member_id, _tps(value.topic_partitions)
+
+
+CURRENT_ASSIGNMENT = ("group_id", "member_id", "epoch", "previous_epoch", "member_state",
+                      "partitions", "pending_partitions")
+
+
+def _current_assignment(key: Any, value: Any) -> Fields:
+    if value is None:
+        return key.group_id, key.member_id, None, None, None, None, None
+    return (key.group_id, key.member_id, value.member_epoch, value.previous_member_epoch,
+            value.state, _tps(value.assigned_partitions),
+            _tps(value.partitions_pending_revocation))
+
+
+TOPIC_METADATA = ("topics",)
+
+
+def _topic_metadata(key: Any, value: Any) -> Fields:
+    if value is None:
+        return ([{"topic_id": None, "topic_name": key.name, "num_partitions": None}],)
+    return ([{"topic_id": kafka_uuid_str(value.topic_id), "topic_name": key.name,
+              "num_partitions": value.num_partitions}],)
+
+
+GROUP_KEY = ("group_id", "member_id")
+
+
+def _group_key(key: Any, value: Any) -> Fields:
+    group = getattr(key, "group_id", None)
+    if group is None:
+        group = getattr(key, "group", None)
+    member = getattr(key, "member_id", None)
+    return (group if isinstance(group, str) else None,
+            member if isinstance(member, str) else None)
+
+
+def _table() -> dict[int, tuple[tuple[str, ...], Filler]]:
+    by_name: dict[str, tuple[tuple[str, ...], Filler]] = {
+        "OffsetCommit": (OFFSET_COMMIT, _offset_commit),
+        "GroupMetadata": (GROUP_METADATA, _group_metadata),
+        "TopicMetadata": (TOPIC_METADATA, _topic_metadata),
+        "ConsumerGroupPartitionMetadata": (PARTITION_METADATA, _partition_metadata),
+        "ConsumerGroupMemberMetadata": (MEMBER_METADATA, _member_metadata),
+        "ConsumerGroupTargetAssignmentMember": (TARGET_MEMBER, _target_member),
+        "ConsumerGroupCurrentMemberAssignment": (CURRENT_ASSIGNMENT, _current_assignment),
+    }
+    for prefix in ("ConsumerGroup", "ShareGroup", "StreamsGroup"):
+        by_name[f"{prefix}Metadata"] = (GROUP_EPOCH, _group_epoch)
+        by_name[f"{prefix}TargetAssignmentMetadata"] = (TARGET_METADATA, _target_metadata)
+    return {tid: by_name.get(name, (GROUP_KEY, _group_key)) for tid, name in _NAMES.items()}
+
+
+_TYPES = _table()
+_FIELDS_OF: dict[int, tuple[str, ...]] = {tid: fields for tid, (fields, _) in _TYPES.items()}
+_FIELDS_OF[-1] = ("error",)
+_POSITIONS = {field.name: i for i, field in enumerate(ARROW_SCHEMA)}
+
+
+class BatchBuilder:
+    """Collects decoded records of one segment; :meth:`flush` makes a RecordBatch."""
+
+    def __init__(self, store: str, log: str, partition: int,
+                 batch_rows: int | None = None) -> None:
+        self.store = store
+        self.log = log
+        self.partition = partition
+        self.batch_rows = batch_rows or BATCH_ROWS
+        self.buckets: dict[int, list[tuple[Any, ...]]] = {}
+        self.count = 0
+
+    def add(self, records: Iterable[StoredRecord]) -> Iterator[pa.RecordBatch]:
+        """Decode ``records``; yields a batch every ``batch_rows`` rows."""
+        buckets = self.buckets
+        types = _TYPES
+        for offset, timestamp, key_bytes, value_bytes in records:
+            try:
+                key, value = decode_record(key_bytes, value_bytes)
+            except RecordDecodeError as exc:
+                type_id = (key_bytes[0] << 8 | key_bytes[1]) if len(key_bytes) >= 2 else -1
+                row: tuple[Any, ...] = (offset, timestamp, value_bytes is None, type_id,
+                                        str(exc))
+                buckets.setdefault(-1, []).append(row)
+            else:
+                type_id = (key_bytes[0] << 8) | key_bytes[1]
+                row = (offset, timestamp, value_bytes is None, *types[type_id][1](key, value))
+                bucket = buckets.get(type_id)
+                if bucket is None:
+                    bucket = buckets[type_id] = []
+                bucket.append(row)
+            self.count += 1
+            if self.count >= self.batch_rows:
+                yield self.flush()  # empties self.buckets in place
+
+    def flush(self) -> pa.RecordBatch:
+        parts = [self._part(type_id, rows) for type_id, rows in sorted(self.buckets.items())]
+        self.buckets.clear()
+        self.count = 0
+        if not parts:
+            return _empty()
+        if len(parts) == 1:
+            return parts[0]
+        return pa.Table.from_batches(parts, ARROW_SCHEMA).combine_chunks().to_batches()[0]
+
+    def _part(self, type_id: int, rows: list[tuple[Any, ...]]) -> pa.RecordBatch:
+        n = len(rows)
+        columns = list(zip(*rows, strict=True))
+        arrays: list[pa.Array | None] = [None] * len(ARROW_SCHEMA)
+        put = _POSITIONS
+        arrays[put["store"]] = pa.repeat(pa.scalar(self.store, pa.string()), n)
+        arrays[put["log"]] = pa.repeat(pa.scalar(self.log, pa.string()), n)
+        arrays[put["partition"]] = pa.repeat(pa.scalar(self.partition, pa.int32()), n)
+        arrays[put["offset"]] = pa.array(columns[0], pa.int64())
+        arrays[put["timestamp"]] = pa.array(columns[1], pa.int64())
+        arrays[put["tombstone"]] = pa.array(columns[2], pa.bool_())
+        if type_id == -1:
+            arrays[put["type_id"]] = pa.array(columns[3], pa.int32())
+            arrays[put["type"]] = pa.repeat(pa.scalar(UNDECODABLE, pa.string()), n)
+            arrays[put["error"]] = pa.array(columns[4], pa.string())
+        else:
+            arrays[put["type_id"]] = pa.repeat(pa.scalar(type_id, pa.int32()), n)
+            arrays[put["type"]] = pa.repeat(pa.scalar(_NAMES[type_id], pa.string()), n)
+            for name, column in zip(_FIELDS_OF[type_id], columns[3:], strict=True):
+                i = put[name]
+                arrays[i] = pa.array(column, ARROW_SCHEMA.field(i).type)
+        for i, array in enumerate(arrays):
+            if array is None:
+                arrays[i] = pa.nulls(n, ARROW_SCHEMA.field(i).type)
+        return pa.RecordBatch.from_arrays(arrays, schema=ARROW_SCHEMA)
+
+
+BATCH_ROWS = 65_536
+
+
+def _empty() -> pa.RecordBatch:
+    return pa.RecordBatch.from_pylist([], schema=ARROW_SCHEMA)
+
+
+def record_batches(store: str, log: str, partition: int, records: Iterable[StoredRecord],
+                   batch_rows: int | None = None) -> Iterator[pa.RecordBatch]:
+    """Every stored record of one partition's segment as rows, in batches."""
+    builder = BatchBuilder(store, log, partition, batch_rows)
+    yield from builder.add(records)
+    if builder.count:
+        yield builder.flush()

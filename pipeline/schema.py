@@ -1,0 +1,79 @@
+"""The columns of the ``coordinator-log`` data source: one row per stored record.
+
+Common columns locate the record; the other columns hold the key and value fields that the
+analytics use, typed, and are null where a record type has no such field. A record that does not
+decode has ``type = "Undecodable"`` and ``error`` set.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+TOPIC_PARTITIONS = pa.list_(
+    pa.struct([("topic_id", pa.string()), ("partitions", pa.list_(pa.int32()))])
+)
+TOPICS = pa.list_(
+    pa.struct(
+        [("topic_id", pa.string()), ("topic_name", pa.string()), ("num_partitions", pa.int32())]
+    )
+)
+CLASSIC_MEMBERS = pa.list_(
+    pa.struct(
+        [
+            ("member_id", pa.string()),
+            ("instance_id", pa.string()),
+            ("client_id", pa.string()),
+            ("session_timeout_ms", pa.int32()),
+            ("rebalance_timeout_ms", pa.int32()),
+            ("subscription", pa.binary()),
+            ("assignment", pa.binary()),
+        ]
+    )
+)
+
+FIELDS: list[tuple[str, pa.DataType, str]] = [
+    ("store", pa.string(), "the log directory the record was read from"),
+    ("log", pa.string(), "__consumer_offsets or __cluster_metadata"),
+    ("partition", pa.int32(), "partition of that log"),
+    ("offset", pa.int64(), "record offset"),
+    ("timestamp", pa.int64(), "batch timestamp, ms"),
+    ("type_id", pa.int32(), "record type id (Kafka's key version)"),
+    ("type", pa.string(), "Kafka's record name without Key/Value"),
+    ("tombstone", pa.bool_(), "no value"),
+    ("group_id", pa.string(), "key: group / group_id"),
+    ("member_id", pa.string(), "key: member_id"),
+    ("commit_topic", pa.string(), "OffsetCommit key: topic"),
+    ("commit_partition", pa.int32(), "OffsetCommit key: partition"),
+    ("epoch", pa.int32(), "group epoch, assignment epoch, member epoch or generation"),
+    ("previous_epoch", pa.int32(), "CurrentMemberAssignment: previous member epoch"),
+    ("member_state", pa.int32(), "CurrentMemberAssignment: state"),
+    ("assignment_timestamp", pa.int64(), "TargetAssignmentMetadata Timestamp; "
+     "GroupMetadata current_state_timestamp"),
+    ("partitions", TOPIC_PARTITIONS, "target or current assignment"),
+    ("pending_partitions", TOPIC_PARTITIONS, "partitions pending revocation"),
+    ("commit_offset", pa.int64(), "OffsetCommit: offset"),
+    ("commit_timestamp", pa.int64(), "OffsetCommit: commitTimestamp"),
+    ("expire_timestamp", pa.int64(), "OffsetCommit: expireTimestamp"),
+    ("subscribed_topics", pa.list_(pa.string()), "MemberMetadata: subscribed topic names"),
+    ("instance_id", pa.string(), "MemberMetadata: instance id"),
+    ("client_id", pa.string(), "MemberMetadata: client id"),
+    ("rebalance_timeout_ms", pa.int32(), "MemberMetadata: rebalance timeout"),
+    ("server_assignor", pa.string(), "MemberMetadata: server assignor"),
+    ("protocol_type", pa.string(), "GroupMetadata: protocol type"),
+    ("protocol", pa.string(), "GroupMetadata: protocol"),
+    ("leader", pa.string(), "GroupMetadata: leader"),
+    ("classic_members", CLASSIC_MEMBERS, "GroupMetadata: members"),
+    ("topics", TOPICS, "PartitionMetadata topics; TopicMetadata (one entry)"),
+    ("error", pa.string(), "why an Undecodable record did not decode"),
+]
+
+ARROW_SCHEMA = pa.schema([pa.field(name, kind) for name, kind, _ in FIELDS])
+COLUMNS = [name for name, _, _ in FIELDS]
+INDEX = {name: i for i, name in enumerate(COLUMNS)}
+
+
+def spark_ddl() -> str:
+    """The schema as a Spark DDL string (what ``DataSource.schema`` returns)."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    return from_arrow_schema(ARROW_SCHEMA).simpleString()[len("struct<"):-1]

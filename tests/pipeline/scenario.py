@@ -1,0 +1,144 @@
+"""Drive the real server with real clients: a classic group, a consumer-protocol group scaling
+up and down, and plain offset commits. Used by ``test_scenario.py``."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+from kafka import KafkaConsumer
+from kafka import TopicPartition as KTopicPartition
+from kafka.structs import OffsetAndMetadata
+
+from tests.harness import wait_until
+
+OVERRIDES = {
+    "group.consumer.session.timeout.ms": "6000",
+    "group.consumer.min.session.timeout.ms": "1000",
+    "group.consumer.heartbeat.interval.ms": "300",
+    "group.consumer.min.heartbeat.interval.ms": "100",
+    "group.consumer.assignment.interval.ms": "0",
+    "group.initial.rebalance.delay.ms": "0",
+}
+CLASSIC_GROUP = "classic-app"
+CONSUMER_GROUP = "scaling-app"
+COMMIT_GROUP = "committer"
+PARTITIONS = 6
+
+
+@dataclass
+class Member:
+    """A confluent-kafka consumer polling on its own thread."""
+
+    conf: dict[str, Any]
+    topic: str
+    assigned: set[int] = field(default_factory=set)
+    stop: threading.Event = field(default_factory=threading.Event)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    to_commit: int | None = None
+    committed: threading.Event = field(default_factory=threading.Event)
+
+    def start(self) -> Member:
+        self.consumer = Consumer({**self.conf, "log_level": 0, "enable.auto.commit": False})
+        self.consumer.subscribe([self.topic], on_assign=self._assign, on_revoke=self._revoke,
+                                on_lost=self._revoke)
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+        return self
+
+    def _assign(self, consumer: Consumer, parts: list[TopicPartition]) -> None:
+        with self.lock:
+            if self.conf.get("group.protocol") == "consumer":
+                self.assigned |= {p.partition for p in parts}  # incremental
+            else:
+                self.assigned = {p.partition for p in parts}
+
+    def _revoke(self, consumer: Consumer, parts: list[TopicPartition]) -> None:
+        with self.lock:
+            self.assigned -= {p.partition for p in parts}
+
+    def _run(self) -> None:
+        while not self.stop.is_set():
+            self.consumer.poll(0.05)
+            if self.to_commit is not None:
+                offset, self.to_commit = self.to_commit, None
+                parts = [TopicPartition(self.topic, p, offset) for p in sorted(self.owned())]
+                if parts:  # committed from the polling thread: librdkafka serves it there
+                    self.consumer.commit(offsets=parts, asynchronous=False)
+                self.committed.set()
+        self.consumer.close()
+
+    def owned(self) -> set[int]:
+        with self.lock:
+            return set(self.assigned)
+
+    def commit(self, offset: int) -> None:
+        self.committed.clear()
+        self.to_commit = offset
+        assert self.committed.wait(20), "commit did not complete"
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(20)
+
+
+def create_topic(bootstrap: str, name: str) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.create_topics([NewTopic(name, PARTITIONS)]).values():
+        future.result(15)
+
+
+def _settled(members: list[Member]) -> bool:
+    owned = [m.owned() for m in members]
+    every = [p for o in owned for p in o]
+    return len(every) == PARTITIONS == len(set(every)) and all(owned)
+
+
+def classic_group(bootstrap: str, topic: str) -> None:
+    """Three classic members join one by one (committing), then one leaves."""
+    conf = {"bootstrap.servers": bootstrap, "group.id": CLASSIC_GROUP,
+            "group.protocol": "classic", "session.timeout.ms": 6000,
+            "heartbeat.interval.ms": 300, "partition.assignment.strategy": "range"}
+    members: list[Member] = []
+    for _ in range(3):
+        members.append(Member(conf, topic).start())
+        wait_until(lambda: _settled(members), 30, message="classic members to settle")
+    members[0].commit(10)
+    members.pop(1).close()
+    wait_until(lambda: _settled(members), 30, message="classic group after a leave")
+    members[0].commit(20)
+    for m in members:
+        m.close()
+
+
+def consumer_group(bootstrap: str, topic: str) -> None:
+    """A KIP-848 group scaling 1 -> 3 -> 1 member, then all leave."""
+    conf = {"bootstrap.servers": bootstrap, "group.id": CONSUMER_GROUP,
+            "group.protocol": "consumer"}
+    members: list[Member] = []
+    for _ in range(3):
+        members.append(Member(conf, topic).start())
+        wait_until(lambda: _settled(members), 30, message="consumer group to scale up")
+    members[-1].commit(5)
+    for _ in range(2):
+        members.pop(0).close()
+        wait_until(lambda: _settled(members), 30, message="consumer group to scale down")
+    members[0].commit(7)
+    members[0].close()
+
+
+def plain_commits(bootstrap: str, topic: str) -> None:
+    """kafka-python: assign() and commit() with no group membership, three rounds."""
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=COMMIT_GROUP,
+                             enable_auto_commit=False)
+    try:
+        parts = [KTopicPartition(topic, p) for p in range(PARTITIONS)]
+        consumer.assign(parts)
+        for round_ in range(3):
+            consumer.commit({tp: OffsetAndMetadata(100 * (round_ + 1) + tp.partition, "", -1)
+                             for tp in parts})
+    finally:
+        consumer.close()
