@@ -6,15 +6,17 @@ import asyncio
 import signal
 from pathlib import Path
 
-from metrics import start_exporter
-
+from . import observability
 from .apis import build_registry
 from .broker import Broker
 from .clock import SystemClock
 from .compactor import Compactor
 from .config import ServerConfig
 from .dispatch import Dispatcher
+from .executor import BackgroundExecutor
+from .gc_pauses import GcPauseGuard
 from .groups.consumer_topics import ConsumerGroupTopicListener
+from .groups.offload import ExecutorOffloader
 from .logs import get_logger
 from .meta_properties import load_or_create
 from .metadata_image import MetadataImage
@@ -49,6 +51,10 @@ class App:
         self.topic_logs = TopicLogs(Path(config.log_dir), image, config, clock)
         attach_topic_logs(self.broker, self.topic_logs)
         self.consumer_topics = ConsumerGroupTopicListener.install(self.broker)
+        self.executor = BackgroundExecutor.from_config(config)
+        self.offloader = ExecutorOffloader(self.executor, self.runtime)
+        self.consumer_topics.env.offloader = self.offloader
+        self.observability = observability.install(self)
         self.registry = build_registry()
         self.dispatcher = Dispatcher(self.broker, self.registry)
         self.servers: list[KafkaServer] = []
@@ -56,8 +62,10 @@ class App:
         self._background: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
+        await self.executor.start()
         await self.runtime.start()
         self.topic_logs.start()
+        self._background.append(asyncio.create_task(GcPauseGuard().run()))
         if self.config["log.cleaner.enable"]:
             self._background.append(asyncio.create_task(self.compactor.run()))
         for listener in self.config.listeners:
@@ -72,7 +80,7 @@ class App:
                      advertised_port=self.broker.endpoint.port)
         metrics_url = self.config["metrics.listener"]
         if metrics_url:
-            host, port = start_exporter(metrics_url)
+            host, port = self.observability.start_exporter(metrics_url)
             log.info("metrics exporter listening", host=host, port=port)
         log.info("started", node_id=self.broker.node_id, cluster_id=self.broker.cluster_id,
                  log_dir=self.config.log_dir)
@@ -93,6 +101,8 @@ class App:
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
         await self.consumer_topics.close()
+        await self.offloader.close()
+        await self.executor.stop()
         await self.runtime.stop()
         await self.topic_logs.stop()
         self.metadata_log.close()

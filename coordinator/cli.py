@@ -16,6 +16,7 @@ from storage.errors import CorruptLogError
 from .bench import codec as codec_bench
 from .bench import produce_consume as produce_consume_bench
 from .bench import store as store_bench
+from .bench import storm as storm_bench
 from .config import ConfigError, ServerConfig
 from .config.properties import read_properties
 from .logs import configure_logging, get_logger
@@ -52,6 +53,9 @@ def build_parser() -> argparse.ArgumentParser:
     produce_consume = benches.add_parser("produce-consume",
                                          help="records/s, MB/s and end-to-end latency")
     produce_consume_bench.add_arguments(produce_consume)
+    storm = benches.add_parser("storm", help="bystander heartbeat latency while a large group "
+                               "churns, with and without assignment batching and offload")
+    storm_bench.add_arguments(storm)
 
     log_cmd = commands.add_parser("log", help="read a store")
     log_commands = log_cmd.add_subparsers(dest="log_command", required=True)
@@ -131,5 +135,5 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "log":
         return dump_log(args)
     benches = {"codec": codec_bench.run, "store": store_bench.run, "assignor": bench_assignor,
-               "produce-consume": produce_consume_bench.run}
+               "produce-consume": produce_consume_bench.run, "storm": storm_bench.run}
     return benches[args.bench](args)

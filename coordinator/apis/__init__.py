@@ -18,6 +18,7 @@ from . import (
     fetch,
     find_coordinator,
     heartbeat,
+    incremental_alter_configs,
     init_producer_id,
     join_group,
     leave_group,
@@ -46,6 +47,7 @@ def build_registry() -> ApiRegistry:
     registry.register(ApiKey.CREATE_PARTITIONS, 0, 3, create_partitions.handle)
     registry.register(ApiKey.DESCRIBE_CLUSTER, 0, 2, describe_cluster.handle)
     registry.register(ApiKey.DESCRIBE_CONFIGS, 1, 4, describe_configs.handle)
+    registry.register(ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, 1, incremental_alter_configs.handle)
     registry.register(ApiKey.OFFSET_COMMIT, 2, 9, offset_commit.handle)
     registry.register(ApiKey.OFFSET_FETCH, 1, 9, offset_fetch.handle)
     registry.register(ApiKey.PRODUCE, 3, 11, produce.handle)

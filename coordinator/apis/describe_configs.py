@@ -1,7 +1,8 @@
-"""DescribeConfigs v1-v4 for the BROKER and TOPIC resource types."""
+"""DescribeConfigs v1-v4 for the BROKER, TOPIC and GROUP resource types."""
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterable
 from typing import Any
 
@@ -10,11 +11,13 @@ from protocol import ErrorCode
 from ..config import ConfigDef
 from ..config.definitions import TOPIC_CONFIGS
 from ..config.model import ConfigType
+from ..groups import group_configs
+from ..runtime import CoordinatorError
 from ..topic_names import InvalidTopicName, validate_topic_name
 from .context import RequestContext
 
-TOPIC, BROKER = 2, 4
-DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
+TOPIC, BROKER, GROUP = 2, 4, 32
+DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG, DYNAMIC_GROUP_CONFIG = 1, 4, 5, 8
 
 
 class ResourceError(Exception):
@@ -83,10 +86,38 @@ def _topic_configs(ctx: RequestContext, request: Any, resource: Any) -> list[Any
     return entries
 
 
-_BY_TYPE = {BROKER: _broker_configs, TOPIC: _topic_configs}
+async def _group_configs(ctx: RequestContext, request: Any, resource: Any) -> list[Any]:
+    """Every group config (kafka-python's admin client checks keys against this list): the
+    group's overrides (DYNAMIC_GROUP_CONFIG), else the default from the broker's config."""
+    group_id = resource.resource_name
+    if not group_id:
+        raise ResourceError(ErrorCode.invalid_request, "Group id must not be empty.")
+    runtime = ctx.broker.runtime
+    try:
+        stored = await runtime.read(
+            runtime.partition_for(group_id),
+            lambda shard, now: dict(group_configs.overrides(shard, group_id)),
+            name="DescribeConfigs")
+    except CoordinatorError as exc:
+        raise ResourceError(exc.code, exc.message or exc.code.name) from None
+    config = ctx.broker.config
+    entries = []
+    names = group_configs.GROUP_CONFIG_NAMES
+    for definition in _wanted((group_configs.definition(n) for n in names),
+                              resource.configuration_keys):
+        if definition.name in stored:
+            value, source = stored[definition.name], DYNAMIC_GROUP_CONFIG
+        else:
+            value = definition.render(group_configs.default_value(definition.name, config))
+            source = DEFAULT_CONFIG
+        entries.append(_entry(ctx, request, definition, value, source, read_only=False))
+    return entries
 
 
-def handle(ctx: RequestContext, request: Any) -> Any:
+_BY_TYPE = {BROKER: _broker_configs, TOPIC: _topic_configs, GROUP: _group_configs}
+
+
+async def handle(ctx: RequestContext, request: Any) -> Any:
     results = []
     for resource in request.resources:
         describe = _BY_TYPE.get(resource.resource_type)
@@ -95,6 +126,8 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                 raise ResourceError(ErrorCode.invalid_request,
                                     f"Unsupported resource type: {resource.resource_type}")
             configs = describe(ctx, request, resource)
+            if inspect.isawaitable(configs):
+                configs = await configs
         except ResourceError as exc:
             results.append(ctx.nested("DescribeConfigsResult", error_code=exc.code,
                                       error_message=exc.message,

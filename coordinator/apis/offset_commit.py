@@ -7,7 +7,7 @@ from typing import Any
 
 from protocol import ErrorCode
 
-from .. import offsets
+from .. import observability, offsets
 from ..groups.commit_validation import validate_commit
 from ..runtime import CoordinatorError, Result
 from .context import RequestContext
@@ -54,6 +54,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             outcome = await runtime.write(runtime.partition_for(request.group_id), handler,
                                           name="OffsetCommit")
             errors.update(outcome)
+            observability.record_offset_commits(sum(e is ErrorCode.none for e in outcome.values()))
         except CoordinatorError as exc:
             errors.update({(c.topic, c.partition): exc.code for c in accepted})
     return ctx.respond(topics=tuple(

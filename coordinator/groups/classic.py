@@ -397,6 +397,8 @@ def _add_member_and_rebalance(step: _Step, member: ClassicMember, now: int,
     if group.leader_id is None:
         group.leader_id = member.member_id
     _arm_session(step, member, now)
+    log.info("member joins the classic group", group_id=group.group_id,
+             member_id=member.member_id, instance_id=member.group_instance_id)
     reason = request.reason or f"member {member.member_id} joined"
     if group.state in (Empty, Stable, Completing):
         initial = step.initial_delay_ms if group.state is Empty else 0

@@ -18,6 +18,7 @@ from typing import Any
 
 from protocol import ErrorCode
 
+from .. import observability
 from ..logs import get_logger
 from ..runtime import CoordinatorError, Result
 from ..runtime.result import Record
@@ -272,7 +273,11 @@ def fence_member(shard: Any, env: ConsumerGroupEnv, group: ConsumerGroup,
     metadata = subscription_metadata(_names_after(group, [member], []), env)
     if metadata != group.subscription_metadata:
         out.append(records.subscription_metadata(gid, metadata.values()))
-    out.append(records.group_epoch(gid, _next_group_epoch(group)))
+    epoch = _next_group_epoch(group)
+    out.append(records.group_epoch(gid, epoch))
+    log.info("bumped group epoch", group_id=gid, group_epoch=epoch, reason="member removed",
+             member_id=member.member_id)
+    observability.record_rebalance(gid)
     cancel_timers(shard, gid, member.member_id)
     return out
 
@@ -427,6 +432,7 @@ def heartbeat(shard: Any, now_ms: int, env: ConsumerGroupEnv,
         group_epoch = _next_group_epoch(group)
         out.append(records.group_epoch(gid, group_epoch))
         log.info("bumped group epoch", group_id=gid, group_epoch=group_epoch)
+        observability.record_rebalance(gid)
 
     # 2. A new target assignment, if one is due and no run is in flight (seed 000): inline, or
     #    offloaded (the target stays as it is until the run's result is installed).
@@ -454,7 +460,7 @@ def heartbeat(shard: Any, now_ms: int, env: ConsumerGroupEnv,
             target_epoch, target = result.epoch, result.assignments.get(updated.member_id, {})
             log.info("computed target assignment", group_id=gid,
                      assignment_epoch=target_epoch, assignor=assignor_name,
-                     members=len(members))
+                     members=len(members), assign_ms=round(result.assign_ms, 2))
     else:
         target_epoch, target = group.effective_target(
             replaced.member_id if replaced is not None else updated.member_id)
@@ -507,4 +513,5 @@ def refresh_subscription_metadata(shard: Any, now_ms: int, env: ConsumerGroupEnv
         out.append(records.group_epoch(group.group_id, epoch))
         log.info("bumped group epoch on a topic change", group_id=group.group_id,
                  group_epoch=epoch, topic=topic_name)
+        observability.record_rebalance(group.group_id)
     return Result(out)

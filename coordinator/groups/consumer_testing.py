@@ -16,7 +16,7 @@ from ..shard import CoordinatorShard
 from .consumer import HeartbeatRequest, HeartbeatResponse, heartbeat, validate
 from .consumer_env import ConsumerGroupEnv, ConsumerGroupSettings
 from .consumer_model import Assignment, ConsumerGroup, ConsumerGroupMember
-from .offload import AssignorRun, install, run_inline
+from .offload import AssignorRun, chunks, install, run_inline
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +95,8 @@ class ConsumerGroupContext:
         del runs[:len(todo)]
         for _, run in todo:
             outcome = run_inline(run.prepared)
-            self.apply(install(self.shard, self.now, run, outcome))
+            for part in chunks(outcome):
+                self.apply(install(self.shard, self.now, run, outcome, part))
         return len(todo)
 
     def pending_runs(self) -> int:

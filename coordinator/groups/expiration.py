@@ -16,6 +16,7 @@ from typing import Any
 
 from storage.records import OffsetCommitKey
 
+from .. import observability
 from ..logs import get_logger
 from ..runtime import Result
 from ..shard import LOAD_HOOKS, CoordinatorShard
@@ -56,13 +57,16 @@ def expire_offsets(shard: Any, now: int) -> Result:
     retention: OffsetsRetention = shard.offsets_retention
     records: list[Any] = []
     removed: list[str] = []
+    expired_count = 0
     for group_id in list(shard.offsets.groups()):
         expired = _expired(shard, group_id, now, retention.retention_ms)
         if not expired:
             continue
         records.extend((OffsetCommitKey(group=group_id, topic=t, partition=p), None)
                        for t, p in expired)
-        log.info("offsets expired", group_id=group_id, partitions=len(expired))
+        expired_count += len(expired)
+        log.info("offsets expired", group_id=group_id, partitions=len(expired),
+                 topics=sorted({t for t, _ in expired}))
         group = shard.groups.get(group_id)
         all_gone = len(expired) == len(shard.offsets.group(group_id))
         if isinstance(group, ClassicGroup) and group.state is ClassicGroupState.EMPTY \
@@ -82,6 +86,7 @@ def expire_offsets(shard: Any, now: int) -> Result:
     def effect() -> None:
         for group_id in removed:
             shard.groups.pop(group_id, None)
+        observability.record_offsets_expired(expired_count)
         _arm(shard, now)
 
     return Result(tuple(records), len(records), (), effect)

@@ -11,26 +11,37 @@ first applies what changed meanwhile, then writes the target records with the fi
 * a static member was replaced: its assignment goes to the member now holding its instance id;
 * subscriptions changed: the result is still installed; the group epoch is ahead of it, so a new
   run is due on a later heartbeat.
+
+A large result is installed in chunks of ``CHUNK_MEMBERS`` members, one write event each, so
+that other groups' requests are served between them; the target metadata record (the new epoch
+and the finish time) comes with the last chunk. Until then members reconcile towards the
+previous epoch (a member at that epoch does not move), and a partition is only ever given once
+its previous owner has released it, so a half-installed target never doubles an owner. The run
+stays in flight until its last chunk.
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from .. import observability
 from ..logs import get_logger
 from ..runtime import CoordinatorError, Result
 from ..runtime.result import Record
 from . import consumer_records as records
-from .assignor_job import JobResult, PreparedJob, run_job, to_assignment
+from .assignor_job import JobResult, PreparedJob, TopicIndexAssignment, run_job, to_assignment
 from .consumer_model import Assignment, ConsumerGroup
 
 log = get_logger("coordinator.groups.offload")
 
 _run_ids = itertools.count(1)
+
+CHUNK_MEMBERS = 32
+"""Members' target records per install event."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,41 +76,58 @@ def start_effect(shard: Any, group_id: str, prepared: PreparedJob, offloader: Of
     return effect
 
 
-def install(shard: Any, now_ms: int, run: AssignorRun, outcome: JobResult | BaseException
-            ) -> Result:
-    """The write event for a finished run. Clearing the in-flight mark is bookkeeping, not
-    state from records: it is done even if the records then fail to be written (the
+def chunks(outcome: JobResult | BaseException) -> list[tuple[int, int]]:
+    """The (start, end) slices of ``outcome.changed`` to install, one write event each."""
+    if isinstance(outcome, BaseException) or not outcome.changed:
+        return [(0, 0)]
+    size = len(outcome.changed)
+    return [(i, min(size, i + CHUNK_MEMBERS)) for i in range(0, size, CHUNK_MEMBERS)]
+
+
+def install(shard: Any, now_ms: int, run: AssignorRun, outcome: JobResult | BaseException,
+            part: tuple[int, int] | None = None) -> Result:
+    """The write event for (a chunk of) a finished run; ``part`` is one of ``chunks(outcome)``
+    (default: all of it at once). Clearing the in-flight mark on the last chunk is bookkeeping,
+    not state from records: it is done even if the records then fail to be written (the
     timestamp is then not updated and the next run may come sooner, as the seed allows)."""
     job = run.prepared.job
     gid = job.group_id
     group = shard.groups.get(gid)
-    if group is run.group and group.assignor_run == run.run_id:
+    slices = chunks(outcome)
+    start, end = part if part is not None else (0, slices[-1][1])
+    last = end == slices[-1][1]
+    if last and group is run.group and group.assignor_run == run.run_id:
         group.assignor_run = None
     if group is not run.group:
-        log.info("assignor result discarded: the group is gone", group_id=gid,
-                 group_epoch=job.group_epoch)
+        if last:
+            log.info("assignor result discarded: the group is gone", group_id=gid,
+                     group_epoch=job.group_epoch)
         return Result()
     if isinstance(outcome, BaseException):
         log.error("assignor run failed", group_id=gid, error=repr(outcome))
         return Result()
     if group.assignment_epoch >= job.group_epoch:
-        log.info("assignor result discarded: a newer target exists", group_id=gid,
-                 group_epoch=job.group_epoch, assignment_epoch=group.assignment_epoch)
+        if last:
+            log.info("assignor result discarded: a newer target exists", group_id=gid,
+                     group_epoch=job.group_epoch, assignment_epoch=group.assignment_epoch)
         return Result()
-    out = _target_records(group, run, outcome)
-    out.append(records.target_metadata(gid, job.group_epoch, now_ms))
-    log.info("installed offloaded target assignment", group_id=gid,
-             assignment_epoch=job.group_epoch, changed=len(out) - 1,
-             assign_ms=round(outcome.assign_ms, 1))
+    out = _target_records(group, run, outcome.changed[start:end])
+    if last:
+        out.append(records.target_metadata(gid, job.group_epoch, now_ms))
+        observability.record_offloaded_run(job, outcome)
+        log.info("installed offloaded target assignment", group_id=gid,
+                 assignment_epoch=job.group_epoch, changed=len(outcome.changed),
+                 assign_ms=round(outcome.assign_ms, 1))
     return Result(out)
 
 
-def _target_records(group: ConsumerGroup, run: AssignorRun, outcome: JobResult) -> list[Record]:
+def _target_records(group: ConsumerGroup, run: AssignorRun,
+                    changed: Sequence[tuple[str, TopicIndexAssignment]]) -> list[Record]:
     job, topic_ids = run.prepared.job, run.prepared.topic_ids
     instances = dict(zip(job.member_ids, job.instance_ids, strict=True))
     in_result = set(job.member_ids)
     new: dict[str, Assignment] = {}
-    for member_id, pairs in outcome.changed:
+    for member_id, pairs in changed:
         assignment = to_assignment(pairs, topic_ids)
         if member_id in group.members:
             new[member_id] = assignment
@@ -137,9 +165,11 @@ class ExecutorOffloader:
 
     async def _install(self, partition: int, run: AssignorRun, outcome: Any) -> None:
         try:
-            await self.runtime.write(partition,
-                                     lambda shard, now: install(shard, now, run, outcome),
-                                     name="AssignorResult")
+            for part in chunks(outcome):
+                await self.runtime.write(
+                    partition, lambda shard, now, part=part: install(shard, now, run, outcome,
+                                                                     part),
+                    name="AssignorResult")
         except CoordinatorError as exc:
             log.warning("assignor result not installed", group_id=run.prepared.job.group_id,
                         error=exc.code.name)

@@ -8,12 +8,14 @@ computation finished.
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from assignors import AssignmentSpec, MemberSpec, PartitionAssignor, TopicMetadata
 
+from .. import observability
 from ..runtime.result import Record
 from . import consumer_records as records
 from .consumer_model import Assignment, ConsumerGroup, ConsumerGroupMember, SubscribedTopic
@@ -33,6 +35,7 @@ class TargetResult:
     epoch: int
     assignments: Mapping[str, Assignment]
     records: list[Record]
+    assign_ms: float = 0.0
 
 
 def subscribed_ids(member: ConsumerGroupMember,
@@ -55,7 +58,9 @@ def build_target(group: ConsumerGroup, group_epoch: int, members: Mapping[str, C
     ]
     topics = [TopicMetadata(topic_id=t.topic_id, name=t.name, partition_count=t.partitions)
               for t in metadata.values()]
+    started = time.perf_counter()
     result = assignor.assign(AssignmentSpec.build(specs, topics))
+    assign_ms = (time.perf_counter() - started) * 1000.0
     new_targets: dict[str, Assignment] = {}
     out: list[Record] = []
     for member_id in members:
@@ -64,4 +69,6 @@ def build_target(group: ConsumerGroup, group_epoch: int, members: Mapping[str, C
         if assignment != targets.get(member_id, {}) or member_id not in group.target:
             out.append(records.target_member(group.group_id, member_id, assignment))
     out.append(records.target_metadata(group.group_id, group_epoch, now_ms))
-    return TargetResult(group_epoch, new_targets, out)
+    observability.record_assignment(group.group_id, assignor.name, assign_ms,
+                                    observability.partitions_moved(targets, new_targets))
+    return TargetResult(group_epoch, new_targets, out, assign_ms)

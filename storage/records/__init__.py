@@ -25,6 +25,7 @@ from storage.records.consumer import (
     ConsumerGroupTargetAssignmentMetadataKey,
     ConsumerGroupTargetAssignmentMetadataValue,
 )
+from storage.records.group_config import GroupConfigKey, GroupConfigValue
 from storage.records.offsets import OffsetCommitKey, OffsetCommitValue
 from storage.records.registry import (
     RECORD_TYPES,
@@ -106,6 +107,8 @@ __all__ = [
     "ConsumerGroupTargetAssignmentMetadataValue",
     "CopartitionGroup",
     "Endpoint",
+    "GroupConfigKey",
+    "GroupConfigValue",
     "GroupMetadataKey",
     "GroupMetadataValue",
     "KeyValue",

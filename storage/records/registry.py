@@ -12,7 +12,7 @@ from typing import Any
 
 from storage.codec import encode_struct, struct_from_json, struct_to_json
 from storage.errors import RecordDecodeError, UnknownRecordTypeError
-from storage.records import classic, consumer, offsets, share, streams, topics
+from storage.records import classic, consumer, group_config, offsets, share, streams, topics
 
 _HDR = struct.Struct(">h")
 
@@ -27,7 +27,7 @@ class RecordType:
 
 def _pairs() -> list[tuple[type, type]]:
     pairs = []
-    for module in (offsets, classic, consumer, share, streams, topics):
+    for module in (offsets, classic, consumer, share, streams, topics, group_config):
         for name, obj in vars(module).items():
             if name.endswith("Key") and isinstance(obj, type) and hasattr(obj, "TYPE_ID"):
                 value_cls = getattr(module, name[: -len("Key")] + "Value")

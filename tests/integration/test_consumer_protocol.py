@@ -31,6 +31,8 @@ OVERRIDES = {
     "group.consumer.heartbeat.interval.ms": "500",
     "group.consumer.min.heartbeat.interval.ms": "100",
     "group.consumer.assignment.interval.ms": "0",
+    # these tests expect the target computed inline, in the heartbeat that makes it due
+    "group.consumer.assignor.offload.enable": "false",
 }
 
 CHILD = r"""

@@ -106,6 +106,7 @@ def test_type_ids_are_kafkas() -> None:
         23: "StreamsGroupTopology",
         24: "StreamsGroupTargetAssignmentResolvedTopicIds",
         1000: "TopicMetadata",
+        1001: "GroupConfig",
     }
 
 

@@ -1,0 +1,294 @@
+"""``python -m coordinator bench storm``: does a churning large group hurt everyone else?
+
+The server runs in a child process; the load generator here speaks the protocol with our codec
+over raw sockets. One large group (default 1,000 members over 1,000 topics and 50,000
+partitions, heterogeneous overlapping subscriptions) keeps losing and gaining members, while
+50 bystander groups of 5 members heartbeat normally from a second process (so their latency is
+measured by a process that does nothing else). Three settings run in turn on the same server
+and group, switched through the large group's own configs (IncrementalAlterConfigs):
+(interval 0, offload off), (interval 1000, offload off), (interval 1000, offload on). For each:
+the bystanders' heartbeat latency p50/p99/max over the phase, and the large group's time from
+the end of its churn to a stable assignment.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import multiprocessing
+import random
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+from ..testing import ServerProcess
+from .storm_client import (
+    Member,
+    Wire,
+    create_topics,
+    describe_group,
+    set_group_configs,
+)
+
+SETTINGS = "0:off,1000:off,1000:on"
+LARGE_GROUP = "storm-large"
+BUCKETS = 5
+
+
+@dataclass(frozen=True, slots=True)
+class PhaseResult:
+    interval_ms: int
+    offload: bool
+    bystander_p50_ms: float
+    bystander_p99_ms: float
+    bystander_max_ms: float
+    large_group_stable_s: float | None
+    bystander_samples: int
+    churn_events: int
+
+
+# ------------------------------------------------------------------------------ inputs
+def parse_settings(text: str) -> list[tuple[int, bool]]:
+    out = []
+    for item in text.split(","):
+        interval, _, offload = item.partition(":")
+        out.append((int(interval), offload.strip().lower() in ("on", "true", "1")))
+    return out
+
+
+def subscriptions(topics: list[str], members: int, distinct: int, seed: int = 0
+                  ) -> list[tuple[str, ...]]:
+    """Member i's topics: its bucket's topics (a fifth of all) plus a few random others, from
+    ``distinct`` patterns, so subscriptions overlap and the group is one heterogeneous
+    component (the expensive case of the uniform assignor)."""
+    rng = random.Random(seed)
+    buckets = min(BUCKETS, len(topics))
+    size = -(-len(topics) // buckets)
+    extra = max(1, len(topics) // 100)
+    patterns = []
+    for k in range(max(1, min(distinct, members))):
+        bucket = topics[(k % buckets) * size:(k % buckets + 1) * size]
+        others = [t for t in topics if t not in set(bucket)]
+        chosen = set(bucket) | set(rng.sample(others, min(extra, len(others))))
+        patterns.append(tuple(sorted(chosen)))
+    return [patterns[i % len(patterns)] for i in range(members)]
+
+
+def percentile(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
+
+
+# ------------------------------------------------------------------------------ bystanders
+def _bystanders_main(bootstrap: str, groups: int, members: int, conn: Connection) -> None:
+    asyncio.run(_bystanders(bootstrap, groups, members, conn))
+
+
+async def _bystanders(bootstrap: str, groups: int, members: int, conn: Connection) -> None:
+    latencies: list[tuple[float, float]] = []
+    everyone: list[Member] = []
+    admin = await Wire.connect(bootstrap)
+    for g in range(groups):
+        group_id = f"storm-bystander-{g}"
+        await set_group_configs(admin, group_id, {"consumer.heartbeat.interval.ms": "1000"})
+        for _ in range(members):
+            member = Member(await Wire.connect(bootstrap), group_id, (f"bystander-{g}",),
+                            latencies)
+            everyone.append(member)
+            member.start()
+    conn.send("ready")
+    await asyncio.to_thread(conn.recv)  # "stop"
+    await asyncio.gather(*(m.stop() for m in everyone))
+    conn.send(latencies)
+    for member in everyone:
+        await member.wire.close()
+    await admin.close()
+
+
+# ------------------------------------------------------------------------------ the large group
+class LargeGroup:
+    def __init__(self, conns: list[Wire], subs: list[tuple[str, ...]], seed: int = 1) -> None:
+        self.conns = conns
+        self.subs = subs
+        self.rng = random.Random(seed)
+        self.members: list[Member] = []
+        self.churned = 0
+
+    def _new(self, index: int) -> Member:
+        member = Member(self.conns[index % len(self.conns)], LARGE_GROUP, self.subs[index])
+        member.start()
+        return member
+
+    def join_all(self) -> None:
+        self.members = [self._new(i) for i in range(len(self.subs))]
+
+    async def churn(self, until: float, per_s: float) -> None:
+        """Until ``until``: a random member leaves and a new one with its subscription joins,
+        ``per_s`` times a second (slower when the server is slow to answer the leave)."""
+        period = 1.0 / per_s
+        while time.monotonic() < until:
+            began = time.monotonic()
+            index = self.rng.randrange(len(self.members))
+            await self.members[index].leave()
+            self.members[index] = self._new(index)
+            self.churned += 1
+            await asyncio.sleep(max(0.0, period - (time.monotonic() - began)))
+
+    async def wait_stable(self, admin: Wire, timeout_s: float) -> float | None:
+        began = time.monotonic()
+        while time.monotonic() - began < timeout_s:
+            group = await describe_group(admin, LARGE_GROUP)
+            if (group.group_state == "Stable" and group.assignment_epoch == group.group_epoch
+                    and len(group.members) == len(self.members)):
+                return time.monotonic() - began
+            await asyncio.sleep(0.25)
+        return None
+
+    async def stop(self) -> None:
+        await asyncio.gather(*(m.stop() for m in self.members))
+
+
+# ------------------------------------------------------------------------------ the run
+async def _run(args: argparse.Namespace, bootstrap: str, log: Any) -> list[PhaseResult]:
+    admin = await Wire.connect(bootstrap)
+    names = [f"storm-{i}" for i in range(args.topics)]
+    began = time.monotonic()
+    await create_topics(admin, names, args.partitions_per_topic)
+    await create_topics(admin, [f"bystander-{g}" for g in range(args.bystander_groups)], 4)
+    log(f"created {args.topics} topics x {args.partitions_per_topic} partitions in "
+        f"{time.monotonic() - began:.1f}s")
+
+    ctx = multiprocessing.get_context("spawn")
+    parent, child = ctx.Pipe()
+    proc = ctx.Process(target=_bystanders_main, daemon=True,
+                       args=(bootstrap, args.bystander_groups, args.bystander_members, child))
+    proc.start()
+    await asyncio.to_thread(parent.recv)  # "ready"
+    log(f"{args.bystander_groups} bystander groups x {args.bystander_members} members running")
+
+    conns = [await Wire.connect(bootstrap) for _ in range(args.connections)]
+    group = LargeGroup(conns, subscriptions(names, args.members, args.distinct_subscriptions))
+    await set_group_configs(admin, LARGE_GROUP, {"consumer.assignment.interval.ms": "1000",
+                                                 "consumer.assignor.offload.enable": "true"})
+    began = time.monotonic()
+    group.join_all()
+    formed = await group.wait_stable(admin, args.stable_timeout_s)
+    log(f"large group of {args.members} formed: stable after "
+        f"{'timeout' if formed is None else f'{time.monotonic() - began:.1f}s'}")
+
+    phases = []
+    for interval, offload in parse_settings(args.settings):
+        await set_group_configs(admin, LARGE_GROUP, {
+            "consumer.assignment.interval.ms": str(interval),
+            "consumer.assignor.offload.enable": "true" if offload else "false"})
+        start = time.monotonic()
+        before = group.churned
+        await group.churn(start + args.duration_s, args.churn_per_s)
+        stable = await group.wait_stable(admin, args.stable_timeout_s)
+        phases.append((interval, offload, start, start + args.duration_s, stable,
+                       group.churned - before))
+        log(f"phase interval={interval} offload={offload}: {group.churned - before} churns, "
+            f"stable {'timeout' if stable is None else f'{stable:.1f}s'}")
+
+    await group.stop()
+    parent.send("stop")
+    latencies: list[tuple[float, float]] = await asyncio.to_thread(parent.recv)
+    proc.join(30)
+    for conn in conns:
+        await conn.close()
+    await admin.close()
+
+    results = []
+    for interval, offload, start, end, stable, churns in phases:
+        window = [ms for t, ms in latencies if start <= t <= end]
+        results.append(PhaseResult(
+            interval, offload, round(percentile(window, 0.50), 2),
+            round(percentile(window, 0.99), 2), round(max(window, default=float("nan")), 2),
+            None if stable is None else round(stable, 2), len(window), churns))
+    return results
+
+
+def server_overrides(args: argparse.Namespace) -> dict[str, str]:
+    return {
+        "group.consumer.min.heartbeat.interval.ms": "500",
+        "group.consumer.heartbeat.interval.ms": str(args.heartbeat_interval_ms),
+        "group.coordinator.background.threads": str(args.background_threads),
+        "coordinator.log.flush.interval.ms": str(args.flush_interval_ms),
+        "log.cleaner.enable": "false",
+    }
+
+
+def table(results: list[PhaseResult]) -> str:
+    head = (f"{'interval_ms':>11} {'offload':>7} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} "
+            f"{'stable s':>9} {'samples':>8} {'churns':>7}")
+    rows = [head]
+    for r in results:
+        stable = "timeout" if r.large_group_stable_s is None else f"{r.large_group_stable_s:.2f}"
+        rows.append(f"{r.interval_ms:>11} {('on' if r.offload else 'off'):>7} "
+                    f"{r.bystander_p50_ms:>8.2f} {r.bystander_p99_ms:>8.2f} "
+                    f"{r.bystander_max_ms:>8.2f} {stable:>9} {r.bystander_samples:>8} "
+                    f"{r.churn_events:>7}")
+    return "\n".join(rows)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--members", type=int, default=1000)
+    parser.add_argument("--topics", type=int, default=1000)
+    parser.add_argument("--partitions-per-topic", type=int, default=50)
+    parser.add_argument("--duration-s", type=float, default=30.0,
+                        help="how long the large group churns in each setting")
+    parser.add_argument("--churn-per-s", type=float, default=2.0,
+                        help="member replacements (a leave and a join) per second")
+    parser.add_argument("--bystander-groups", type=int, default=50)
+    parser.add_argument("--bystander-members", type=int, default=5)
+    parser.add_argument("--distinct-subscriptions", type=int, default=20)
+    parser.add_argument("--connections", type=int, default=50,
+                        help="connections the large group's members share")
+    parser.add_argument("--heartbeat-interval-ms", type=int, default=5000,
+                        help="the broker's heartbeat interval (bystanders use 1000 ms)")
+    parser.add_argument("--background-threads", type=int, default=2)
+    parser.add_argument("--flush-interval-ms", type=int, default=0,
+                        help="coordinator.log.flush.interval.ms (0: fsync before answering)")
+    parser.add_argument("--stable-timeout-s", type=float, default=300.0)
+    parser.add_argument("--log-dir", help="keep the server's data here (default: a temp dir)")
+    parser.add_argument("--bootstrap", help="use this running server (started with the "
+                        "overrides above) instead of starting one")
+    parser.add_argument("--settings", default=SETTINGS,
+                        help="interval_ms:offload pairs to run, in order")
+    parser.add_argument("--json", action="store_true",
+                        help="one JSON object per setting per line instead of the table")
+
+
+def run(args: argparse.Namespace) -> int:
+    def log(text: str) -> None:
+        if not args.json:
+            print(f"# {text}", flush=True)
+
+    if args.bootstrap:
+        return _report(args, asyncio.run(_run(args, args.bootstrap, log)))
+    with tempfile.TemporaryDirectory(prefix="storm-") as tmp:
+        log_dir = Path(args.log_dir) if args.log_dir else Path(tmp)
+        server = ServerProcess(log_dir, server_overrides(args)).start(timeout=120)
+        try:
+            results = asyncio.run(_run(args, server.bootstrap, log))
+        finally:
+            server.stop(60)
+    return _report(args, results)
+
+
+def _report(args: argparse.Namespace, results: list[PhaseResult]) -> int:
+    if args.json:
+        for result in results:
+            row = asdict(result)
+            print(json.dumps({k: row[k] for k in (
+                "interval_ms", "offload", "bystander_p50_ms", "bystander_p99_ms",
+                "bystander_max_ms", "large_group_stable_s")}), flush=True)
+    else:
+        print(table(results))
+    return 0

@@ -1,0 +1,145 @@
+"""The group coordinator's background executor (seed 000): a pool of worker processes.
+
+``group.coordinator.background.threads`` workers, started from a ``forkserver`` so the asyncio
+process is never forked. A task is a module-level function and a payload; the payload is
+pickled here (its size and pickling time are the transfer cost the stats keep) and unpickled in
+the worker. ``submit`` calls ``done(outcome)`` on the event loop with the task's result, or the
+exception it raised. Queue and processing times and the idle ratio go to
+:class:`~coordinator.background_stats.BackgroundStats`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import multiprocessing
+import os
+import pickle
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any
+
+from .background_stats import BackgroundStats
+from .logs import get_logger
+
+log = get_logger("coordinator.executor")
+
+PRELOAD = ("coordinator.groups.assignor_job",)
+"""Modules the forkserver imports once, so each worker starts with them loaded."""
+
+Task = Callable[[Any], Any]
+Done = Callable[[Any], None]
+"""Receives the task's result, or the ``BaseException`` it failed with."""
+
+
+WORKER_NICENESS = 10
+"""Workers run at a lower CPU priority than the event loop: on a small machine an assignor run
+then takes longer rather than every other group's requests."""
+
+
+def _noop() -> int:
+    return 0
+
+
+def _init_worker(niceness: int) -> None:
+    with contextlib.suppress(OSError):
+        os.nice(niceness)
+
+
+def _run(task: Task, payload: bytes) -> tuple[float, float, Any]:
+    """In the worker: (start, finish, result); times are ``time.monotonic()``."""
+    started = time.monotonic()
+    result = task(pickle.loads(payload))
+    return started, time.monotonic(), result
+
+
+class BackgroundExecutor:
+    def __init__(self, workers: int, start_method: str = "forkserver") -> None:
+        self.workers = workers
+        self.start_method = start_method
+        self.stats = BackgroundStats(workers)
+        self._pool: ProcessPoolExecutor | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._in_flight = 0
+
+    @classmethod
+    def from_config(cls, config: Any) -> BackgroundExecutor:
+        return cls(config["group.coordinator.background.threads"])
+
+    @property
+    def running(self) -> bool:
+        return self._pool is not None
+
+    @property
+    def in_flight(self) -> int:
+        return self._in_flight
+
+    async def start(self) -> None:
+        """Start the workers and wait until each has imported what tasks need."""
+        self._loop = asyncio.get_running_loop()
+        # Starting processes blocks: do it on a thread, not on the event loop.
+        self._pool = await asyncio.to_thread(self._make_pool)
+        warm = [self._loop.run_in_executor(self._pool, _noop) for _ in range(self.workers)]
+        await asyncio.gather(*warm)
+        log.info("background executor started", workers=self.workers,
+                 start_method=self.start_method)
+
+    def _make_pool(self) -> ProcessPoolExecutor:
+        context = multiprocessing.get_context(self.start_method)
+        if self.start_method == "forkserver":
+            context.set_forkserver_preload(list(PRELOAD))
+        pool = ProcessPoolExecutor(self.workers, mp_context=context, initializer=_init_worker,
+                                   initargs=(WORKER_NICENESS,))
+        for _ in range(self.workers):
+            pool.submit(_noop)  # the workers start now, off the event loop
+        return pool
+
+    def submit(self, task: Task, payload: Any, done: Done) -> None:
+        """Run ``task(payload)`` in a worker; ``done`` gets its outcome on the event loop."""
+        pool, loop = self._pool, self._loop
+        if pool is None or loop is None:
+            raise RuntimeError("the background executor is not running")
+        began = time.perf_counter()
+        data = pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
+        self.stats.task_sent(len(data), (time.perf_counter() - began) * 1000.0)
+        submitted = time.monotonic()
+        try:
+            future = pool.submit(_run, task, data)
+        except BrokenProcessPool:
+            # A worker died (killed, out of memory): replace the pool once, then retry. This
+            # blocks the loop while the new workers fork, which only happens after a crash.
+            log.error("background worker pool broken; restarting it", workers=self.workers)
+            pool.shutdown(wait=False, cancel_futures=True)
+            pool = self._pool = self._make_pool()
+            future = pool.submit(_run, task, data)
+        self._in_flight += 1
+
+        def finished(future: Future[tuple[float, float, Any]]) -> None:
+            loop.call_soon_threadsafe(self._finished, future, submitted, done)
+
+        future.add_done_callback(finished)
+
+    def _finished(self, future: Future[tuple[float, float, Any]], submitted: float,
+                  done: Done) -> None:
+        self._in_flight -= 1
+        if future.cancelled():
+            return
+        error = future.exception()
+        if error is not None:
+            now = time.monotonic()
+            self.stats.task_done(submitted, now, now, failed=True)
+            log.error("background task failed", error=repr(error))
+            done(error)
+            return
+        started, ended, result = future.result()
+        self.stats.task_done(submitted, started, ended)
+        done(result)
+
+    async def stop(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is None:
+            return
+        await asyncio.to_thread(pool.shutdown, wait=True, cancel_futures=True)
+        log.info("background executor stopped", tasks=self.stats.tasks)

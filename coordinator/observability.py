@@ -1,0 +1,340 @@
+"""The coordinator's metrics: what ``metrics/`` exports, read from the runtime and the shards.
+
+Two kinds of metrics, all named as the JMX exporter names Kafka's
+(``kafka.server:type=group-coordinator-metrics,name=X,tag=v`` ->
+``kafka_server_group_coordinator_metrics_X{tag="v"}``):
+
+* **State, read at scrape time** by a collector: ``group-count{protocol}``,
+  ``consumer-group-count{state}``, ``classic-group-count{state}``, ``partition-count{state}``,
+  ``event-queue-size``, ``partition-load-time-max/-avg``, ``offset-count``,
+  ``target-assignment-epoch{group}``, ``group-epoch{group}``,
+  ``consumer-lag{group,topic,partition}`` (log end offset minus committed offset, for the
+  partitions the data plane holds), and seed 000's ``background-*`` metrics from the
+  background executor's statistics.
+* **Sensors fed by events** (:func:`record_offset_commits` and friends, called from the
+  coordinator's code): ``event-queue-time-ms-*``, ``event-processing-time-ms-*``,
+  ``thread-idle-ratio-min/-avg``, ``offset-commit-*``, ``offset-expired-*``,
+  ``offset-deletion-*``, ``consumer-group-rebalance-*``, ``assignor-run-time-ms{group,assignor}``
+  (histogram), ``partitions-moved{group}`` (histogram).
+
+Thread safety: Prometheus scrapes on the exporter's thread, while the shards live on the event
+loop. A scrape therefore asks the loop for a snapshot (``call_soon_threadsafe``) and waits at
+most ``snapshot_timeout_s``; if the loop is busy longer (an inline assignor run blocking it, the
+very thing seed 000 measures), the scrape serves the previous snapshot and counts a
+``stale-scrape-count``. Sensors are thread-safe themselves.
+
+This module imports only ``metrics`` and the standard library at import time (the group modules
+import it for the hooks); coordinator types are imported where they are used.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from metrics import (
+    COUNT_BUCKETS,
+    Measurement,
+    MetricName,
+    MetricsRegistry,
+    WindowConfig,
+)
+from metrics import start_exporter as _start_exporter
+
+CONSUMER_GROUP_STATES = ("empty", "assigning", "reconciling", "stable", "dead")
+CLASSIC_GROUP_STATES = ("empty", "preparingrebalance", "completingrebalance", "stable", "dead")
+PARTITION_STATES = ("loading", "active", "failed")
+PROTOCOLS = ("classic", "consumer")
+BACKGROUND_SUFFIXES = ("p50", "p95", "p99", "p999", "max")
+
+_installed: Observability | None = None
+
+
+# ---------------------------------------------------------------------------------- hooks
+# Called from the coordinator's code on the event loop; no-ops until ``install``.
+def record_offset_commits(count: int) -> None:
+    """``count`` offsets were committed (durably)."""
+    if _installed is not None and count > 0:
+        _installed.offset_commits.record(count)
+
+
+def record_offsets_expired(count: int) -> None:
+    if _installed is not None and count > 0:
+        _installed.offsets_expired.record(count)
+
+
+def record_offsets_deleted(count: int) -> None:
+    if _installed is not None and count > 0:
+        _installed.offset_deletions.record(count)
+
+
+def record_rebalance(group_id: str) -> None:
+    """A consumer group's epoch was bumped (a new rebalance starts)."""
+    if _installed is not None:
+        _installed.rebalances.record(1)
+
+
+def record_assignment(group_id: str, assignor: str, duration_ms: float, moved: int) -> None:
+    """An assignor run for ``group_id`` took ``duration_ms`` and gave ``moved`` partitions to
+    members whose target did not have them."""
+    if _installed is not None:
+        _installed.assignor_runs.labels(group_id, assignor).observe(duration_ms)
+        _installed.partitions_moved.labels(group_id).observe(moved)
+
+
+def partitions_moved(before: Mapping[str, Mapping[Any, Iterable[int]]],
+                     after: Mapping[str, Mapping[Any, Iterable[int]]]) -> int:
+    """How many (topic, partition) each member has in ``after`` but not in ``before``, summed:
+    a partition moving from one member to another counts once, a new one counts once."""
+    moved = 0
+    for member_id, assignment in after.items():
+        old = before.get(member_id, {})
+        for topic, partitions in assignment.items():
+            moved += len(set(partitions) - set(old.get(topic, ())))
+    return moved
+
+
+def record_offloaded_run(job: Any, outcome: Any) -> None:
+    """An offloaded run's result (``assignor_job.AssignorJob`` and ``JobResult``): its duration
+    in the worker and the partitions it moved relative to the targets it started from."""
+    if _installed is None:
+        return
+    before = {m: dict(t or ()) for m, t in zip(job.member_ids, job.targets, strict=True)}
+    after = {m: dict(pairs) for m, pairs in outcome.changed}
+    record_assignment(job.group_id, job.assignor, outcome.assign_ms,
+                      partitions_moved(before, after))
+
+
+# ---------------------------------------------------------------------------------- wiring
+def install(app: Any, *, config: WindowConfig | None = None) -> Observability:
+    """Metrics for ``app`` (a ``coordinator.app.App``): the runtime's event listener, the hooks,
+    and the collectors. The exporter starts with :meth:`Observability.start_exporter`."""
+    global _installed
+    observability = Observability(app.runtime, app.broker, getattr(app, "executor", None),
+                                  config=config)
+    app.runtime.event_listener = observability.on_event
+    _installed = observability
+    return observability
+
+
+def uninstall(observability: Observability) -> None:
+    global _installed
+    if _installed is observability:
+        _installed = None
+
+
+class Observability:
+    def __init__(self, runtime: Any, broker: Any = None, executor: Any = None, *,
+                 config: WindowConfig | None = None, registry: MetricsRegistry | None = None,
+                 snapshot_timeout_s: float = 2.0) -> None:
+        self.runtime = runtime
+        self.broker = broker
+        self.executor = executor
+        self.snapshot_timeout_s = snapshot_timeout_s
+        r = self.registry = registry or MetricsRegistry(config=config)
+        self.event_queue_time = r.percentiles(
+            "event-queue-time-ms", "Time an event waited in its partition's queue, in ms",
+            with_avg=True)
+        self.event_processing_time = r.percentiles(
+            "event-processing-time-ms", "Time an event took to run on its partition, in ms",
+            with_avg=True)
+        self.thread_idle = r.idle_ratio(
+            "thread-idle-ratio", "Share of time the event loop running the coordinator "
+            "partitions spent not running their events")
+        self.offset_commits = r.meter("offset-commit", "Offsets committed")
+        self.offsets_expired = r.meter("offset-expired", "Offsets expired (retention)")
+        self.offset_deletions = r.meter("offset-deletion", "Offsets deleted by OffsetDelete")
+        self.rebalances = r.meter("consumer-group-rebalance",
+                                  "Consumer group rebalances (group epoch bumps)")
+        # registered before the histograms: a scrape takes the snapshot (which feeds the
+        # background histograms) before it reads them
+        r.collector(self._measure_state)
+        self.assignor_runs = r.histogram(
+            "assignor-run-time-ms", "Duration of server-side assignor runs, in ms",
+            labels=("group", "assignor"))
+        self.partitions_moved = r.histogram(
+            "partitions-moved", "Partitions given to a member whose target did not have them, "
+            "per target assignment", labels=("group",), buckets=COUNT_BUCKETS)
+        self.background_queue_histogram = r.histogram(
+            "background-queue-time-ms", "Background executor queue time, in ms")
+        self.background_processing_histogram = r.histogram(
+            "background-processing-time-ms", "Background executor processing time, in ms")
+        self._background_seen = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread: int | None = None
+        self._last: list[Measurement] = []
+        self._stale = 0
+        self._snapshot_lock = threading.Lock()
+
+    # --- lifecycle -----------------------------------------------------------------------------
+    def bind_loop(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
+        """Scrapes read shard state on this loop (the one running the runtime)."""
+        self._loop = loop or asyncio.get_running_loop()
+        self._loop_thread = threading.get_ident()
+
+    def start_exporter(self, url: str) -> tuple[str, int]:
+        """Bind the running loop and serve ``/metrics`` at ``url``; (host, port) bound."""
+        self.bind_loop()
+        return _start_exporter(url, self.registry.prometheus)
+
+    # --- the runtime's event listener ----------------------------------------------------------
+    def on_event(self, partition: int, queue_ms: float, processing_ms: float) -> None:
+        self.event_queue_time.record(queue_ms)
+        self.event_processing_time.record(processing_ms)
+        self.thread_idle.record_busy_ms(processing_ms)
+
+    # --- scrape-time state ---------------------------------------------------------------------
+    def _measure_state(self) -> list[Measurement]:
+        loop = self._loop
+        if loop is None or self._loop_thread == threading.get_ident() or loop.is_closed():
+            snapshot = self.snapshot()  # no loop to ask, or we are on it
+        else:
+            future: concurrent.futures.Future[list[Measurement]] = concurrent.futures.Future()
+
+            def run() -> None:
+                if not future.set_running_or_notify_cancel():
+                    return
+                try:
+                    future.set_result(self.snapshot())
+                except BaseException as exc:
+                    future.set_exception(exc)
+
+            try:
+                loop.call_soon_threadsafe(run)
+                snapshot = future.result(self.snapshot_timeout_s)
+            except (concurrent.futures.TimeoutError, RuntimeError):
+                future.cancel()
+                with self._snapshot_lock:
+                    self._stale += 1
+                    snapshot = list(self._last)
+        with self._snapshot_lock:
+            self._last = snapshot
+            stale = self._stale
+        return [*snapshot, _m("stale-scrape-count", stale,
+                              "Scrapes answered with the previous snapshot because the event "
+                              "loop was busy for longer than the snapshot timeout")]
+
+    def snapshot(self) -> list[Measurement]:
+        """Every state metric, read now (on the event loop)."""
+        out: list[Measurement] = []
+        out += self._partition_metrics()
+        out += self._group_metrics()
+        out += self._background_metrics()
+        return out
+
+    def _partition_metrics(self) -> list[Measurement]:
+        partitions = list(self.runtime.partitions)
+        states = dict.fromkeys(PARTITION_STATES, 0)
+        queued = 0
+        load_times: list[float] = []
+        for partition in partitions:
+            state = partition.state.value
+            if state in states:
+                states[state] += 1
+            queued += partition.queue.qsize()
+            if partition.load_time_ms is not None:
+                load_times.append(partition.load_time_ms)
+        out = [_m("partition-count", n, "Coordinator partitions by state", state=s)
+               for s, n in states.items()]
+        out.append(_m("event-queue-size", queued, "Events waiting in the partitions' queues"))
+        out.append(_m("partition-load-time-max", max(load_times, default=0.0),
+                      "Longest time a partition took to load, in ms"))
+        out.append(_m("partition-load-time-avg",
+                      sum(load_times) / len(load_times) if load_times else 0.0,
+                      "Average time a partition took to load, in ms"))
+        return out
+
+    def _group_metrics(self) -> list[Measurement]:
+        from .groups.classic_model import ClassicGroup
+        from .groups.consumer_model import ConsumerGroup
+
+        protocols = dict.fromkeys(PROTOCOLS, 0)
+        consumer_states = dict.fromkeys(CONSUMER_GROUP_STATES, 0)
+        classic_states = dict.fromkeys(CLASSIC_GROUP_STATES, 0)
+        per_group: list[Measurement] = []
+        lags: list[Measurement] = []
+        offsets = 0
+        for partition in list(self.runtime.partitions):
+            shard = partition.shard
+            if shard is None or partition.state.value != "active":
+                continue
+            for group_id, group in list(shard.groups.items()):
+                if isinstance(group, ConsumerGroup):
+                    protocols["consumer"] += 1
+                    state = str(group.state).lower()
+                    consumer_states[state] = consumer_states.get(state, 0) + 1
+                    per_group.append(_m("target-assignment-epoch", group.assignment_epoch,
+                                        "The consumer group's target assignment epoch",
+                                        group=group_id))
+                    per_group.append(_m("group-epoch", group.group_epoch,
+                                        "The consumer group's group epoch", group=group_id))
+                elif isinstance(group, ClassicGroup):
+                    protocols["classic"] += 1
+                    state = group.state.value.lower()
+                    classic_states[state] = classic_states.get(state, 0) + 1
+                else:
+                    kind = str(getattr(group, "group_type", type(group).__name__)).lower()
+                    protocols[kind] = protocols.get(kind, 0) + 1
+            for group_id in list(shard.offsets.groups()):
+                committed = shard.offsets.group(group_id)
+                offsets += len(committed)
+                lags += self._lags(group_id, committed)
+        out = [_m("group-count", n, "Groups by protocol", protocol=p)
+               for p, n in protocols.items()]
+        out += [_m("consumer-group-count", n, "Consumer groups by state", state=s)
+                for s, n in consumer_states.items()]
+        out += [_m("classic-group-count", n, "Classic groups by state", state=s)
+                for s, n in classic_states.items()]
+        out.append(_m("offset-count", offsets, "Committed offsets held"))
+        return out + per_group + lags
+
+    def _lags(self, group_id: str, committed: Mapping[tuple[str, int], Any]
+              ) -> list[Measurement]:
+        if self.broker is None:
+            return []
+        from . import topiclog
+
+        out = []
+        for (topic, partition), offset in committed.items():
+            end = topiclog.log_end_offset(self.broker, topic, partition)
+            if end is None or offset.offset < 0:
+                continue
+            out.append(_m("consumer-lag", max(0, end - offset.offset),
+                          "Log end offset minus the group's committed offset",
+                          group=group_id, topic=topic, partition=str(partition)))
+        return out
+
+    def _background_metrics(self) -> list[Measurement]:
+        """Seed 000's metrics from the background executor's statistics; zeros (and an idle
+        ratio of 1) when there is no executor."""
+        stats = getattr(self.executor, "stats", None)
+        values: dict[str, float] = stats.snapshot() if stats is not None else {}
+        names = ["background-thread-idle-ratio-avg"] + [
+            f"background-{kind}-time-ms-{suffix}" for kind in ("queue", "processing")
+            for suffix in BACKGROUND_SUFFIXES]
+        out = [_m(name, values.get(name, 1.0 if "idle" in name else 0.0),
+                  "Background executor (seed 000): " + name) for name in names]
+        out += [_m(name, value, "Background executor (seed 000): " + name)
+                for name, value in values.items() if name not in names]
+        if stats is not None:
+            self._feed_background_histograms(stats)
+        return out
+
+    def _feed_background_histograms(self, stats: Any) -> None:
+        """Observe the tasks finished since the last snapshot (their samples are the newest in
+        the executor's windows) into the cumulative histograms."""
+        new = stats.tasks - self._background_seen
+        self._background_seen = stats.tasks
+        if new <= 0:
+            return
+        for window, histogram in ((stats.queue_ms, self.background_queue_histogram),
+                                  (stats.processing_ms, self.background_processing_histogram)):
+            for value in window.values()[-new:]:
+                histogram.observe(value)
+
+
+def _m(name: str, value: float, description: str, **tags: str) -> Measurement:
+    return Measurement(MetricName(name, tags=tags), float(value), description)

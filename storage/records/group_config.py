@@ -1,0 +1,37 @@
+"""Our own record for per-group configs (type 1001, not a Kafka type).
+
+Kafka keeps group configs in ``ConfigRecord``s of the metadata log; here they live with the
+group's coordinator partition. The key is the group id; the value every override the group has
+(a full replacement, not a delta); a tombstone removes them all. Deleting the group does not
+write one: KIP-848 keeps a group's configs when the group is deleted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import ClassVar
+
+from storage.codec import STRING, STRING_MAP, codec, f
+
+record = dataclass(frozen=True, slots=True, kw_only=True)
+
+
+@codec
+@record
+class GroupConfigKey:
+    TYPE_ID: ClassVar[int] = 1001
+    group_id: str = f(STRING)
+
+
+@codec
+@record
+class GroupConfigValue:
+    """Config name -> value as the admin client set it (a ``dict``; the record is unhashable)."""
+
+    VERSION: ClassVar[int] = 0
+    configs: Mapping[str, str] = f(STRING_MAP, default=None)
+
+    def __post_init__(self) -> None:
+        if self.configs is None:
+            object.__setattr__(self, "configs", {})
