@@ -16,7 +16,14 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from assignors import AssignmentSpec, MemberSpec, PartitionAssignor, TopicMetadata, get_assignor
+from assignors import (
+    AssignmentSpec,
+    MemberSpec,
+    PartitionAssignor,
+    PartitionOffsets,
+    TopicMetadata,
+    get_assignor,
+)
 
 TopicIndexAssignment = tuple[tuple[int, frozenset[int]], ...]
 """A member's partitions as (topic index, partitions) pairs."""
@@ -36,6 +43,10 @@ class AssignorJob:
     member_subscriptions: tuple[int, ...]
     targets: tuple[TopicIndexAssignment | None, ...]
     """Each member's current target; None when it has no target record yet."""
+    offsets: tuple[PartitionOffsets | None, ...] = ()
+    """Per topic index, for the lag assignor: log start/end and committed offsets."""
+    options: tuple[tuple[str, object], ...] = ()
+    """Assignor options (the lag assignor's broker configs)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +81,9 @@ class _Topic:
 def build_job(group_id: str, group_epoch: int, assignor: str,
               members: Mapping[str, _Member],
               targets: Mapping[str, Mapping[uuid.UUID, frozenset[int]]],
-              metadata: Mapping[str, _Topic]) -> PreparedJob:
+              metadata: Mapping[str, _Topic],
+              offsets: Mapping[str, PartitionOffsets] | None = None,
+              options: tuple[tuple[str, object], ...] = ()) -> PreparedJob:
     """The job for ``members`` (as they will be) starting from their current ``targets``."""
     names = tuple(sorted(metadata))
     name_index = {name: i for i, name in enumerate(names)}
@@ -96,7 +109,9 @@ def build_job(group_id: str, group_epoch: int, assignor: str,
     job = AssignorJob(group_id, group_epoch, assignor, names,
                       tuple(metadata[name].partitions for name in names), tuple(subscriptions),
                       tuple(member_ids), tuple(instances), tuple(racks), tuple(member_subs),
-                      tuple(current))
+                      tuple(current),
+                      () if offsets is None else tuple(offsets.get(name) for name in names),
+                      options)
     return PreparedJob(job, topic_ids)
 
 
@@ -121,7 +136,9 @@ def run_job(job: AssignorJob) -> JobResult:
     topics = [TopicMetadata(topic_id=i, name=name, partition_count=count)
               for i, (name, count) in enumerate(zip(job.topic_names, job.partition_counts,
                                                     strict=True))]
-    result = assignor.assign(AssignmentSpec.build(specs, topics))
+    offsets = {i: value for i, value in enumerate(job.offsets) if value is not None}
+    result = assignor.assign(AssignmentSpec.build(specs, topics, offsets=offsets or None,
+                                                  options=dict(job.options)))
     changed = []
     for member_id, target in zip(job.member_ids, job.targets, strict=True):
         new = {t: frozenset(p) for t, p in result.member(member_id).items() if p}

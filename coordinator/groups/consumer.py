@@ -39,6 +39,7 @@ from .consumer_model import (
     is_subset,
 )
 from .group_configs import consumer_overrides
+from .lag_inputs import LAG_ASSIGNOR, topic_offsets
 from .offload import start_effect
 from .reconcile import reconcile
 from .target import assignment_due, build_target, subscribed_ids
@@ -446,8 +447,11 @@ def heartbeat(shard: Any, now_ms: int, env: ConsumerGroupEnv,
             targets[updated.member_id] = targets.pop(replaced.member_id, {})
         members[updated.member_id] = updated
         assignor_name = _preferred_assignor(members.values(), settings.default_assignor)
+        offsets = (topic_offsets(shard, gid, metadata, env.log_offsets)
+                   if assignor_name == LAG_ASSIGNOR else None)
         if offload:
-            prepared = build_job(gid, group_epoch, assignor_name, members, targets, metadata)
+            prepared = build_job(gid, group_epoch, assignor_name, members, targets, metadata,
+                                 offsets, settings.lag_options)
             effect = start_effect(shard, gid, prepared, env.offloader)
             target_epoch, target = group.effective_target(
                 replaced.member_id if replaced is not None else updated.member_id)
@@ -455,7 +459,8 @@ def heartbeat(shard: Any, now_ms: int, env: ConsumerGroupEnv,
                      assignor=assignor_name, members=len(members))
         else:
             result = build_target(group, group_epoch, members, targets, metadata,
-                                  env.assignor(assignor_name), now_ms)
+                                  env.assignor(assignor_name), now_ms, offsets,
+                                  dict(settings.lag_options))
             out += result.records
             target_epoch, target = result.epoch, result.assignments.get(updated.member_id, {})
             log.info("computed target assignment", group_id=gid,

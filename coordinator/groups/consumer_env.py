@@ -34,6 +34,8 @@ class ConsumerGroupSettings:
     assignors: tuple[str, ...] = ("uniform", "range")
     assignment_interval_ms: int = 1000
     assignor_offload: bool = True
+    lag_options: tuple[tuple[str, object], ...] = ()
+    """The lag assignor's broker configs, passed with each assignment spec."""
 
     @classmethod
     def from_config(cls, config: Any) -> ConsumerGroupSettings:
@@ -44,6 +46,9 @@ class ConsumerGroupSettings:
             assignors=tuple(config["group.consumer.assignors"]),
             assignment_interval_ms=config["group.consumer.assignment.interval.ms"],
             assignor_offload=config["group.consumer.assignor.offload.enable"],
+            lag_options=tuple((name, config[name]) for name in (
+                "group.consumer.lag.assignor.offset.reset",
+                "group.consumer.lag.assignor.stickiness.tolerance")),
         )
 
     @property
@@ -57,6 +62,8 @@ class ConsumerGroupEnv:
     topics: TopicLookup
     offloader: Any = None
     """Where offloaded assignor runs go (``groups.offload.Offloader``); None runs inline."""
+    log_offsets: Any = None
+    """``(topic, partition) -> (log start, log end) | None`` from the data plane, for lag."""
     _assignors: dict[str, PartitionAssignor] = field(default_factory=dict)
 
     def assignor(self, name: str) -> PartitionAssignor:

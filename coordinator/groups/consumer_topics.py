@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 from typing import Any
 
+from .. import topiclog
 from ..logs import get_logger
 from ..metadata_image import TopicChange
 from ..runtime import CoordinatorError, PartitionState
@@ -28,7 +29,9 @@ class ConsumerGroupTopicListener:
     @classmethod
     def install(cls, broker: Any) -> ConsumerGroupTopicListener:
         """Install the consumer group environment for ``broker`` and listen to its topics."""
-        env = ConsumerGroupEnv(ConsumerGroupSettings.from_config(broker.config), broker.image)
+        env = ConsumerGroupEnv(ConsumerGroupSettings.from_config(broker.config), broker.image,
+                               log_offsets=lambda topic, partition: topiclog.log_offsets(
+                                   broker, topic, partition))
         install(env)
         return cls(broker.runtime, broker.image, env)
 

@@ -13,7 +13,13 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from assignors import AssignmentSpec, MemberSpec, PartitionAssignor, TopicMetadata
+from assignors import (
+    AssignmentSpec,
+    MemberSpec,
+    PartitionAssignor,
+    PartitionOffsets,
+    TopicMetadata,
+)
 
 from .. import observability
 from ..runtime.result import Record
@@ -47,7 +53,9 @@ def subscribed_ids(member: ConsumerGroupMember,
 
 def build_target(group: ConsumerGroup, group_epoch: int, members: Mapping[str, ConsumerGroupMember],
                  targets: Mapping[str, Assignment], metadata: Mapping[str, SubscribedTopic],
-                 assignor: PartitionAssignor, now_ms: int) -> TargetResult:
+                 assignor: PartitionAssignor, now_ms: int,
+                 offsets: Mapping[str, PartitionOffsets] | None = None,
+                 options: Mapping[str, object] | None = None) -> TargetResult:
     """A new target assignment at ``group_epoch`` for ``members`` (the group's members as they
     will be after this event), starting from their current ``targets``."""
     specs = [
@@ -59,7 +67,9 @@ def build_target(group: ConsumerGroup, group_epoch: int, members: Mapping[str, C
     topics = [TopicMetadata(topic_id=t.topic_id, name=t.name, partition_count=t.partitions)
               for t in metadata.values()]
     started = time.perf_counter()
-    result = assignor.assign(AssignmentSpec.build(specs, topics))
+    by_id = None if offsets is None else {
+        metadata[name].topic_id: value for name, value in offsets.items() if name in metadata}
+    result = assignor.assign(AssignmentSpec.build(specs, topics, offsets=by_id, options=options))
     assign_ms = (time.perf_counter() - started) * 1000.0
     new_targets: dict[str, Assignment] = {}
     out: list[Record] = []

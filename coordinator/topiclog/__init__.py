@@ -22,6 +22,7 @@ __all__ = [
     "TopicLogs",
     "attach",
     "log_end_offset",
+    "log_offsets",
     "of",
 ]
 
@@ -41,3 +42,9 @@ def log_end_offset(broker: Any, topic: str, partition: int) -> int | None:
     """The log end offset of a partition (None if it has no log): what lag is measured from."""
     logs = _BY_BROKER.get(broker)
     return None if logs is None else logs.log_end_offset(topic, partition)
+
+
+def log_offsets(broker: Any, topic: str, partition: int) -> tuple[int, int] | None:
+    """(log start, log end) of a partition (None if it has no log): lag for the lag assignor."""
+    logs = _BY_BROKER.get(broker)
+    return None if logs is None else logs.log_offsets(topic, partition)

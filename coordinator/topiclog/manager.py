@@ -109,6 +109,11 @@ class TopicLogs:
         plog = self._logs.get((topic, partition))
         return None if plog is None else plog.log_end_offset
 
+    def log_offsets(self, topic: str, partition: int) -> tuple[int, int] | None:
+        """(log start offset, log end offset) of a partition, or None if it has no log."""
+        plog = self._logs.get((topic, partition))
+        return None if plog is None else (plog.log_start_offset, plog.log_end_offset)
+
     def log_end_offsets(self, topic: str) -> Mapping[int, int]:
         """Log end offset of each partition of ``topic`` that has a log."""
         return {p: plog.log_end_offset for (t, p), plog in self._logs.items() if t == topic}
