@@ -86,6 +86,16 @@ class ServerProcess:
                 except ValueError:
                     pass
 
+    def __enter__(self) -> ServerProcess:
+        return self.start() if self.proc is None else self
+
+    def __exit__(self, *exc: object) -> None:
+        """Stop it (SIGTERM), and kill it if it does not stop."""
+        try:
+            self.stop()
+        finally:
+            self.kill()
+
     def stop(self, timeout: float = 15.0) -> int:
         if self.proc is None or self.proc.poll() is not None:
             return self.proc.returncode if self.proc else 0

@@ -30,12 +30,8 @@ OVERRIDES = {
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[ServerProcess]:
-    process = ServerProcess(tmp_path / "data", OVERRIDES).start()
-    try:
+    with ServerProcess(tmp_path / "data", OVERRIDES) as process:
         yield process
-    finally:
-        process.stop()
-        process.kill()
 
 
 def dump(log_dir: Path) -> list[dict[str, Any]]:

@@ -174,12 +174,8 @@ def settled(group: Group, partitions: set[tuple[str, int]], members: int) -> boo
 
 @pytest.fixture
 def kip848_server(tmp_path: Path) -> Iterator[ServerProcess]:
-    process = ServerProcess(tmp_path / "data", OVERRIDES).start()
-    try:
+    with ServerProcess(tmp_path / "data", OVERRIDES) as process:
         yield process
-    finally:
-        process.stop()
-        process.kill()
 
 
 def create_topic(bootstrap: str, name: str, partitions: int) -> AdminClient:

@@ -156,12 +156,8 @@ class Member:
 
 @pytest.fixture
 def group_server(tmp_path: Path) -> Iterator[ServerProcess]:
-    process = ServerProcess(tmp_path / "data", OVERRIDES).start()
-    try:
+    with ServerProcess(tmp_path / "data", OVERRIDES) as process:
         yield process
-    finally:
-        process.stop()
-        process.kill()
 
 
 def produce_all(bootstrap: str) -> None:
