@@ -1,4 +1,7 @@
-"""OffsetCommit v2-v9: written as OffsetCommit records through the group's partition."""
+"""OffsetCommit v2-v10: written as OffsetCommit records through the group's partition.
+
+v10 (KIP-848 follow-up) names topics by id: they are resolved through the metadata image, and
+an unknown id gets UNKNOWN_TOPIC_ID; the records still key offsets by topic name."""
 
 from __future__ import annotations
 
@@ -19,22 +22,35 @@ def _ms(value: Any) -> int:
     return int(value / _ONE_MS) if isinstance(value, datetime.timedelta) else int(value)
 
 
+def _ref(topic: Any) -> Any:
+    """How the request names a topic: its id from v10, its name before."""
+    return topic.topic_id if hasattr(topic, "topic_id") else topic.name
+
+
 async def handle(ctx: RequestContext, request: Any) -> Any:
     broker = ctx.broker
-    errors: dict[tuple[str, int], ErrorCode] = {}
+    errors: dict[tuple[Any, int], ErrorCode] = {}
     accepted: list[offsets.PartitionCommit] = []
+    refs: dict[str, Any] = {}
+    """Topic name -> how the request named it (the errors are keyed by the latter)."""
     for topic in request.topics:
-        image = broker.image.topic(topic.name)
+        ref = _ref(topic)
+        by_id = hasattr(topic, "topic_id")
+        image = broker.image.topic_by_id(ref) if by_id else broker.image.topic(ref)
+        missing = ErrorCode.unknown_topic_id if by_id and image is None \
+            else ErrorCode.unknown_topic_or_partition
         for p in topic.partitions:
             if image is None or not 0 <= p.partition_index < image.partitions:
-                errors[(topic.name, p.partition_index)] = ErrorCode.unknown_topic_or_partition
+                errors[(ref, p.partition_index)] = missing
                 continue
+            refs[image.name] = ref
             accepted.append(offsets.PartitionCommit(
-                topic.name, p.partition_index, p.committed_offset,
+                image.name, p.partition_index, p.committed_offset,
                 getattr(p, "committed_leader_epoch", offsets.NO_LEADER_EPOCH),
                 p.committed_metadata))
     if not request.group_id:
-        errors.update({(c.topic, c.partition): ErrorCode.invalid_group_id for c in accepted})
+        errors.update({(refs[c.topic], c.partition): ErrorCode.invalid_group_id
+                       for c in accepted})
     elif accepted:
         commit = offsets.OffsetCommit(
             request.group_id, request.generation_id_or_member_epoch, request.member_id,
@@ -53,13 +69,15 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         try:
             outcome = await runtime.write(runtime.partition_for(request.group_id), handler,
                                           name="OffsetCommit")
-            errors.update(outcome)
+            errors.update({(refs[topic], partition): error
+                           for (topic, partition), error in outcome.items()})
             observability.record_offset_commits(sum(e is ErrorCode.none for e in outcome.values()))
         except CoordinatorError as exc:
-            errors.update({(c.topic, c.partition): exc.code for c in accepted})
+            errors.update({(refs[c.topic], c.partition): exc.code for c in accepted})
     return ctx.respond(topics=tuple(
-        ctx.nested("OffsetCommitResponseTopic", name=topic.name, partitions=tuple(
+        ctx.nested("OffsetCommitResponseTopic", name=getattr(topic, "name", None),
+                   topic_id=getattr(topic, "topic_id", None), partitions=tuple(
             ctx.nested("OffsetCommitResponsePartition", partition_index=p.partition_index,
-                       error_code=errors[(topic.name, p.partition_index)])
+                       error_code=errors[(_ref(topic), p.partition_index)])
             for p in topic.partitions))
         for topic in request.topics))

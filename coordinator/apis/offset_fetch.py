@@ -1,7 +1,13 @@
-"""OffsetFetch v1-v9 (one group up to v7, batched groups from v8)."""
+"""OffsetFetch v1-v10 (one group up to v7, batched groups from v8, topic ids from v10).
+
+v10 names topics by id: requested ids are resolved through the metadata image (an unknown one
+gets UNKNOWN_TOPIC_ID on each partition); when all offsets are fetched, topics that no longer
+exist (no id) are left out."""
 
 from __future__ import annotations
 
+import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from protocol import ErrorCode
@@ -24,12 +30,35 @@ def _fetch(shard: Any, group_id: str, wanted: Any, member_id: str | None,
     return offsets.fetch(shard.offsets, group_id, wanted)
 
 
-async def _fetch_group(ctx: RequestContext, group_id: str, topics: Any,
+@dataclass(frozen=True, slots=True)
+class _Wanted:
+    """A requested topic: its name (None for an unknown id) and its id (v10)."""
+
+    name: str | None
+    topic_id: uuid.UUID | None
+    partition_indexes: Any
+
+
+def _wanted(ctx: RequestContext, topics: Any) -> list[_Wanted] | None:
+    if topics is None:
+        return None
+    out = []
+    for t in topics:
+        if hasattr(t, "topic_id"):
+            image = ctx.broker.image.topic_by_id(t.topic_id)
+            out.append(_Wanted(image.name if image else None, t.topic_id, t.partition_indexes))
+        else:
+            out.append(_Wanted(t.name, None, t.partition_indexes))
+    return out
+
+
+async def _fetch_group(ctx: RequestContext, group_id: str, requested: Any,
                        member_id: str | None = None, member_epoch: int = -1
                        ) -> tuple[ErrorCode, list[Any]]:
-    """(group error, response topics) for one group; ``topics`` None means all."""
+    """(group error, response topics) for one group; ``requested`` None means all."""
+    topics = _wanted(ctx, requested)
     wanted = None if topics is None else [
-        (t.name, p) for t in topics for p in t.partition_indexes]
+        (t.name, p) for t in topics if t.name is not None for p in t.partition_indexes]
     if not group_id and ctx.version >= 8:
         return ErrorCode.invalid_group_id, []
     runtime = ctx.broker.runtime
@@ -39,22 +68,30 @@ async def _fetch_group(ctx: RequestContext, group_id: str, topics: Any,
                                                              member_id, member_epoch),
                                    name="OffsetFetch")
     except CoordinatorError as exc:
-        return exc.code, [_topic(ctx, t.name, [(p, None, exc.code) for p in t.partition_indexes])
+        return exc.code, [_topic(ctx, t.name, [(p, None, exc.code) for p in t.partition_indexes],
+                                 t.topic_id)
                           for t in topics or ()]
-    if wanted is None:
+    if topics is None:
         by_topic: dict[str, list[tuple[int, offsets.CommittedOffset | None, ErrorCode]]] = {}
         for (topic, partition), committed in sorted(found.items()):
             by_topic.setdefault(topic, []).append((partition, committed, ErrorCode.none))
-        return ErrorCode.none, [_topic(ctx, name, parts) for name, parts in by_topic.items()]
+        if ctx.version < 10:
+            return ErrorCode.none, [_topic(ctx, name, parts) for name, parts in by_topic.items()]
+        ids = {name: ctx.broker.image.topic(name) for name in by_topic}
+        return ErrorCode.none, [_topic(ctx, name, parts, image.topic_id)
+                                for name, parts in by_topic.items()
+                                if (image := ids[name]) is not None]
     return ErrorCode.none, [
-        _topic(ctx, t.name, [(p, found.get((t.name, p)), ErrorCode.none)
-                             for p in t.partition_indexes])
+        _topic(ctx, t.name, [(p, found.get((t.name, p)), ErrorCode.none) if t.name is not None
+                             else (p, None, ErrorCode.unknown_topic_id)
+                             for p in t.partition_indexes], t.topic_id)
         for t in topics]
 
 
-def _topic(ctx: RequestContext, name: str,
-           partitions: list[tuple[int, offsets.CommittedOffset | None, ErrorCode]]) -> Any:
-    return ctx.nested(_TOPIC, name=name, partitions=tuple(
+def _topic(ctx: RequestContext, name: str | None,
+           partitions: list[tuple[int, offsets.CommittedOffset | None, ErrorCode]],
+           topic_id: uuid.UUID | None = None) -> Any:
+    return ctx.nested(_TOPIC, name=name, topic_id=topic_id, partitions=tuple(
         ctx.nested(_PARTITION, partition_index=index,
                    committed_offset=committed.offset if committed else offsets.NO_OFFSET,
                    committed_leader_epoch=committed.leader_epoch if committed

@@ -322,6 +322,16 @@ def join(shard: Any, request: JoinRequest, now: int) -> Result:
     error = _validate_join(shard, request, config)
     if error is not None:
         return Result((), JoinOutcome(error, request.member_id))
+    prefix: list[Any] = []
+    other = shard.groups.get(request.group_id)
+    if other is not None and not isinstance(other, ClassicGroup):
+        # A consumer group (KIP-848): a classic member joins it (mixed group), or replaces it
+        # when it is empty.
+        from . import migration
+
+        if other.members:
+            return migration.classic_join(shard, migration.env(), other, request, now)
+        prefix = other.tombstones()
     existing = _group(shard, request.group_id)
     if existing is None:
         if request.member_id != UNKNOWN_MEMBER_ID:
@@ -333,7 +343,7 @@ def join(shard: Any, request: JoinRequest, now: int) -> Result:
     names = [name for name, _ in request.protocols]
     if not group.supports(request.protocol_type, names):
         return Result((), JoinOutcome(ErrorCode.inconsistent_group_protocol, request.member_id))
-    step = _Step(group.copy())
+    step = _Step(group.copy(), list(prefix))
     if step.group.protocol_type is None:
         step.group.protocol_type = request.protocol_type
     step.initial_delay_ms = config.initial_rebalance_delay_ms
@@ -352,8 +362,11 @@ def _validate_join(shard: Any, request: JoinRequest, config: ClassicConfig) -> E
         return ErrorCode.invalid_session_timeout
     if not request.protocol_type or not request.protocols:
         return ErrorCode.inconsistent_group_protocol
-    if request.group_id in shard.groups and _group(shard, request.group_id) is None:
-        # The id belongs to a group of another type (a consumer group).
+    from .consumer_model import ConsumerGroup
+
+    other = shard.groups.get(request.group_id)
+    if other is not None and not isinstance(other, ClassicGroup | ConsumerGroup):
+        # The id belongs to a group of a type classic members cannot join.
         return ErrorCode.inconsistent_group_protocol
     return None
 

@@ -33,7 +33,19 @@ log = get_logger("coordinator.groups.classic")
 
 
 # --- SyncGroup ----------------------------------------------------------------------------------
+def _mixed(shard: Any, group_id: str) -> Any:
+    """The consumer group (KIP-848) holding ``group_id``, whose classic members use these APIs."""
+    from .consumer_model import ConsumerGroup
+
+    group = shard.groups.get(group_id)
+    return group if isinstance(group, ConsumerGroup) else None
+
+
 def sync(shard: Any, request: SyncRequest, now: int) -> Result:
+    if request.group_id and (mixed := _mixed(shard, request.group_id)) is not None:
+        from . import migration
+
+        return migration.classic_sync(shard, migration.env(), mixed, request, now)
     group = _group(shard, request.group_id)
     if not request.group_id:
         return Result((), SyncOutcome(ErrorCode.invalid_group_id))
@@ -95,6 +107,12 @@ class HeartbeatRequest:
 
 
 def heartbeat(shard: Any, request: HeartbeatRequest, now: int) -> Result:
+    if (mixed := _mixed(shard, request.group_id)) is not None:
+        from . import migration
+
+        return migration.classic_heartbeat(shard, migration.env(), mixed, request.member_id,
+                                           request.group_instance_id, request.generation_id,
+                                           now)
     group = _group(shard, request.group_id)
     if group is None:
         return Result((), ErrorCode.unknown_member_id)
@@ -119,6 +137,10 @@ def leave(shard: Any, group_id: str, members: list[tuple[str, str | None, str | 
           now: int) -> Result:
     """``members`` are (member id, group instance id, reason); the response is the error of
     each, in order."""
+    if (mixed := _mixed(shard, group_id)) is not None:
+        from . import migration
+
+        return migration.classic_leave(shard, migration.env(), mixed, members, now)
     group = _group(shard, group_id)
     if group is None:
         return Result((), [ErrorCode.unknown_member_id] * len(members))

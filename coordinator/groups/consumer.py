@@ -24,7 +24,10 @@ from ..runtime import CoordinatorError, Result
 from ..runtime.result import Record
 from ..shard import LOAD_HOOKS
 from . import consumer_records as records
-from . import consumer_replay  # noqa: F401  (registers the replayers)
+from . import (
+    consumer_regex,
+    consumer_replay,  # noqa: F401  (registers the replayers)
+)
 from .assignor_job import build_job
 from .consumer_env import ConsumerGroupEnv, installed
 from .consumer_model import (
@@ -32,6 +35,7 @@ from .consumer_model import (
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     Assignment,
+    ClassicMemberInfo,
     ConsumerGroup,
     ConsumerGroupMember,
     MemberState,
@@ -63,6 +67,8 @@ class HeartbeatRequest:
     owned: OwnedPartitions | None = None
     client_id: str = ""
     client_host: str = ""
+    classic: ClassicMemberInfo | None = None
+    """Set when a classic member's JoinGroup runs as its heartbeat (``migration``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,8 +109,7 @@ def validate(request: HeartbeatRequest, assignors: Iterable[str]) -> None:
     elif epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
         raise _invalid("MemberEpoch is invalid.")
     if request.subscribed_topic_regex:
-        # Regular expression subscriptions are not resolved yet (issue 5, item 4).
-        raise _invalid("SubscribedTopicRegex is not supported yet.")
+        consumer_regex.check(request.subscribed_topic_regex)  # INVALID_REGULAR_EXPRESSION
     supported = list(assignors)
     if request.server_assignor is not None and request.server_assignor not in supported:
         raise CoordinatorError(
@@ -161,13 +166,22 @@ def subscription_metadata(names: Iterable[str], env: ConsumerGroupEnv
 
 
 def _names_after(group: ConsumerGroup, removed: Iterable[ConsumerGroupMember],
-                 added: Iterable[ConsumerGroupMember]) -> list[str]:
+                 added: Iterable[ConsumerGroupMember],
+                 resolution: consumer_regex.Resolved | None = None) -> list[str]:
+    """The topic names the group subscribes to (by name or through a regex's ``resolution``,
+    the group's by default) once ``removed`` left and ``added`` joined."""
+    removed, added = list(removed), list(added)
     counts = Counter(group.subscribed_topic_counts)
     for member in removed:
         counts.subtract(member.subscribed_topic_names)
     for member in added:
         counts.update(member.subscribed_topic_names)
-    return sorted(name for name, count in counts.items() if count > 0)
+    names = {name for name, count in counts.items() if count > 0}
+    if resolution is None:
+        resolution = consumer_regex.resolved_topics(group)
+    for regex in consumer_regex.regex_counts_after(group, removed, added):
+        names |= resolution.get(regex, frozenset())
+    return sorted(names)
 
 
 def _next_group_epoch(group: ConsumerGroup) -> int:
@@ -209,7 +223,8 @@ def rebalance_key(group_id: str, member_id: str) -> tuple[str, str, str]:
 
 
 def schedule_session_timeout(shard: Any, env: ConsumerGroupEnv, group_id: str, member_id: str,
-                             now_ms: int) -> None:
+                             now_ms: int, timeout_ms: int | None = None) -> None:
+    """``timeout_ms``: a classic member's own session timeout (mixed groups)."""
     def expire(shard: Any, now: int) -> Result:
         group = shard.groups.get(group_id)
         member = group.member(member_id) if isinstance(group, ConsumerGroup) else None
@@ -217,9 +232,10 @@ def schedule_session_timeout(shard: Any, env: ConsumerGroupEnv, group_id: str, m
             return Result()
         log.info("consumer group member session expired", group_id=group_id,
                  member_id=member_id, member_epoch=member.member_epoch)
-        return Result(fence_member(shard, env, group, member))
+        return remove_members(shard, env, group, [member], now)
 
-    timeout = group_settings(shard, env, group_id).session_timeout_ms
+    timeout = timeout_ms if timeout_ms is not None else \
+        group_settings(shard, env, group_id).session_timeout_ms
     shard.timers.schedule(session_key(group_id, member_id), now_ms + timeout, expire)
 
 
@@ -235,7 +251,7 @@ def schedule_rebalance_timeout(shard: Any, env: ConsumerGroupEnv, group_id: str,
             return Result()
         log.info("consumer group member did not revoke within its rebalance timeout",
                  group_id=group_id, member_id=member_id, member_epoch=epoch)
-        return Result(fence_member(shard, env, group, current))
+        return remove_members(shard, env, group, [current], now)
 
     timeout = member.rebalance_timeout_ms if member.rebalance_timeout_ms > 0 else \
         group_settings(shard, env, group_id).session_timeout_ms
@@ -253,7 +269,8 @@ def _rearm_on_load(shard: Any, now_ms: int) -> None:
         if not isinstance(group, ConsumerGroup):
             continue
         for member in group.members.values():
-            schedule_session_timeout(shard, env, group.group_id, member.member_id, now_ms)
+            schedule_session_timeout(shard, env, group.group_id, member.member_id, now_ms,
+                                     _classic_session_ms(member))
             if member.state is MemberState.UNREVOKED_PARTITIONS:
                 schedule_rebalance_timeout(shard, env, group.group_id, member, now_ms)
 
@@ -261,7 +278,21 @@ def _rearm_on_load(shard: Any, now_ms: int) -> None:
 LOAD_HOOKS.append(_rearm_on_load)
 
 
+def _classic_session_ms(member: ConsumerGroupMember) -> int | None:
+    return None if member.classic is None else member.classic.session_timeout_ms
+
+
 # ------------------------------------------------------------------------------ fencing
+def remove_members(shard: Any, env: ConsumerGroupEnv, group: ConsumerGroup,
+                   members: Sequence[ConsumerGroupMember], now_ms: int,
+                   response: Any = None) -> Result:
+    """Members leave or are fenced; the group is downgraded to a classic group when only
+    classic protocol members remain and the migration policy allows it (``migration``)."""
+    from .migration import remove_members as remove
+
+    return remove(shard, env, group, members, now_ms, response)
+
+
 def fence_member(shard: Any, env: ConsumerGroupEnv, group: ConsumerGroup,
                  member: ConsumerGroupMember) -> list[Record]:
     """Records removing ``member`` from ``group`` and bumping the group epoch."""
@@ -271,6 +302,9 @@ def fence_member(shard: Any, env: ConsumerGroupEnv, group: ConsumerGroup,
         records.target_member_tombstone(gid, member.member_id),
         records.member_metadata_tombstone(gid, member.member_id),
     ]
+    still = consumer_regex.regex_counts_after(group, [member], [])
+    out += [consumer_regex.tombstone(gid, regex) for regex in group.resolved_regexes
+            if regex not in still]
     metadata = subscription_metadata(_names_after(group, [member], []), env)
     if metadata != group.subscription_metadata:
         out.append(records.subscription_metadata(gid, metadata.values()))
@@ -283,7 +317,8 @@ def fence_member(shard: Any, env: ConsumerGroupEnv, group: ConsumerGroup,
     return out
 
 
-def _leave(shard: Any, env: ConsumerGroupEnv, request: HeartbeatRequest) -> Result:
+def _leave(shard: Any, env: ConsumerGroupEnv, request: HeartbeatRequest,
+           now_ms: int) -> Result:
     group = consumer_group(shard, request.group_id)
     if request.instance_id is None:
         member = group.member(request.member_id)
@@ -314,7 +349,7 @@ def _leave(shard: Any, env: ConsumerGroupEnv, request: HeartbeatRequest) -> Resu
         return Result([records.current_assignment(group.group_id, leaving)], response)
     log.info("member leaves the consumer group", group_id=group.group_id,
              member_id=member.member_id, member_epoch=member.member_epoch)
-    return Result(fence_member(shard, env, group, member), response)
+    return remove_members(shard, env, group, [member], now_ms, response)
 
 
 # ------------------------------------------------------------------------------ heartbeat
@@ -388,19 +423,27 @@ def _updated(member: ConsumerGroupMember, request: HeartbeatRequest) -> Consumer
         else member.server_assignor,
         subscribed_topic_names=tuple(sorted(set(names))) if names is not None
         else member.subscribed_topic_names,
-        subscribed_topic_regex=request.subscribed_topic_regex
+        subscribed_topic_regex=(request.subscribed_topic_regex or None)
         if request.subscribed_topic_regex is not None else member.subscribed_topic_regex,
-        client_id=request.client_id, client_host=request.client_host)
+        client_id=request.client_id, client_host=request.client_host,
+        classic=request.classic if request.classic is not None else member.classic)
 
 
 def heartbeat(shard: Any, now_ms: int, env: ConsumerGroupEnv,
               request: HeartbeatRequest) -> Result:
     if request.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
-        return _leave(shard, env, request)
+        return _leave(shard, env, request, now_ms)
     settings = env.settings
     existing = shard.groups.get(request.group_id)
+    prefix: list[Record] = []
+    completions: Sequence[tuple[Any, Any]] = ()
     if existing is None and request.member_epoch == 0:
         group = ConsumerGroup(request.group_id)  # materialised when its records replay
+    elif request.member_epoch == 0 and not isinstance(existing, ConsumerGroup):
+        # A classic group: replaced when empty, upgraded when the policy allows (migration).
+        from .migration import upgrade
+
+        group, prefix, completions = upgrade(shard, env, existing, now_ms)
     else:
         group = consumer_group(shard, request.group_id)
     if len(group.members) >= settings.max_size and request.member_id not in group.members:
@@ -410,7 +453,7 @@ def heartbeat(shard: Any, now_ms: int, env: ConsumerGroupEnv,
             "members.")
     gid = group.group_id
     own = group_settings(shard, env, gid)
-    out: list[Record] = []
+    out: list[Record] = list(prefix)
     effect = None
 
     # 1. The member, and the group epoch if the subscriptions changed.
@@ -421,13 +464,22 @@ def heartbeat(shard: Any, now_ms: int, env: ConsumerGroupEnv,
     if is_new:
         log.info("member joins the consumer group", group_id=gid, member_id=updated.member_id,
                  instance_id=updated.instance_id)
+    #    Regexes (consumer_regex): a new one is resolved now, all of them once the refresh
+    #    interval passed; a changed resolution bumps the group epoch.
+    gone = [m for m in (group.member(member.member_id), replaced) if m is not None]
+    due = consumer_regex.refresh_due(group, now_ms, settings.regex_refresh_interval_ms)
+    regex_records, resolution = consumer_regex.refresh(
+        group, consumer_regex.regex_counts_after(group, gone, [updated]), env.topics, now_ms,
+        everything=due, rewrite=due)
+    out += regex_records
     bump = group.group_epoch == 0 or \
-        updated.subscribed_topic_names != member.subscribed_topic_names
+        updated.subscribed_topic_names != member.subscribed_topic_names or \
+        updated.subscribed_topic_regex != member.subscribed_topic_regex or \
+        resolution != consumer_regex.resolved_topics(group)
     group_epoch = group.group_epoch
     metadata: Mapping[str, SubscribedTopic] = group.subscription_metadata
     if bump:
-        gone = [m for m in (group.member(member.member_id), replaced) if m is not None]
-        metadata = subscription_metadata(_names_after(group, gone, [updated]), env)
+        metadata = subscription_metadata(_names_after(group, gone, [updated], resolution), env)
         if metadata != group.subscription_metadata:
             out.append(records.subscription_metadata(gid, metadata.values()))
         group_epoch = _next_group_epoch(group)
@@ -446,6 +498,8 @@ def heartbeat(shard: Any, now_ms: int, env: ConsumerGroupEnv,
             members.pop(replaced.member_id, None)
             targets[updated.member_id] = targets.pop(replaced.member_id, {})
         members[updated.member_id] = updated
+        members = {mid: consumer_regex.with_regex_topics(m, resolution)
+                   for mid, m in members.items()}
         assignor_name = _preferred_assignor(members.values(), settings.default_assignor)
         offsets = (topic_offsets(shard, gid, metadata, env.log_offsets)
                    if assignor_name == LAG_ASSIGNOR else None)
@@ -472,7 +526,9 @@ def heartbeat(shard: Any, now_ms: int, env: ConsumerGroupEnv,
 
     # 3. Reconciliation towards the target.
     reconciled = reconcile(updated, target_epoch, target, group.current_partition_epoch,
-                           request.owned, subscribed_ids(updated, metadata))
+                           request.owned,
+                           subscribed_ids(consumer_regex.with_regex_topics(updated, resolution),
+                                          metadata))
     if is_new or reconciled != updated or replaced is not None:
         out.append(records.current_assignment(gid, reconciled))
     if reconciled != updated:
@@ -482,15 +538,18 @@ def heartbeat(shard: Any, now_ms: int, env: ConsumerGroupEnv,
             shard.timers.cancel(rebalance_key(gid, reconciled.member_id))
     if replaced is not None:
         cancel_timers(shard, gid, replaced.member_id)
-    schedule_session_timeout(shard, env, gid, reconciled.member_id, now_ms)
+    schedule_session_timeout(shard, env, gid, reconciled.member_id, now_ms,
+                             _classic_session_ms(reconciled))
 
     full = request.member_epoch == 0 or (
-        request.rebalance_timeout_ms != -1 and request.subscribed_topic_names is not None
-        and request.owned is not None)
+        request.rebalance_timeout_ms != -1 and request.owned is not None
+        and (request.subscribed_topic_names is not None
+             or request.subscribed_topic_regex is not None))
     changed = reconciled.assigned_partitions != member.assigned_partitions
     return Result(out, HeartbeatResponse(
         reconciled.member_id, reconciled.member_epoch, own.heartbeat_interval_ms,
-        reconciled.assigned_partitions if full or changed else None), effect=effect)
+        reconciled.assigned_partitions if full or changed else None), completions,
+        effect=effect)
 
 
 def _preferred_assignor(members: Iterable[ConsumerGroupMember], default: str) -> str:
@@ -504,16 +563,21 @@ def _preferred_assignor(members: Iterable[ConsumerGroupMember], default: str) ->
 def refresh_subscription_metadata(shard: Any, now_ms: int, env: ConsumerGroupEnv,
                                   topic_name: str) -> Result:
     """Bump the epoch of every group subscribed to ``topic_name`` whose subscription metadata
-    changed (topic created, deleted, or partitions added)."""
+    changed (topic created, deleted, or partitions added), and of every group whose regexes
+    resolve to other topics now."""
     out: list[Record] = []
     for group in list(shard.groups.values()):
-        if not isinstance(group, ConsumerGroup) or not group.subscribed_topic_counts.get(
-                topic_name):
+        if not isinstance(group, ConsumerGroup) or not (
+                group.subscribed_topic_counts.get(topic_name) or group.subscribed_regex_counts):
             continue
-        metadata = subscription_metadata(_names_after(group, [], []), env)
-        if metadata == group.subscription_metadata:
+        regex_records, resolution = consumer_regex.refresh(
+            group, group.subscribed_regex_counts, env.topics, now_ms, everything=True)
+        metadata = subscription_metadata(_names_after(group, [], [], resolution), env)
+        if metadata == group.subscription_metadata and not regex_records:
             continue
-        out.append(records.subscription_metadata(group.group_id, metadata.values()))
+        out += regex_records
+        if metadata != group.subscription_metadata:
+            out.append(records.subscription_metadata(group.group_id, metadata.values()))
         epoch = _next_group_epoch(group)
         out.append(records.group_epoch(group.group_id, epoch))
         log.info("bumped group epoch on a topic change", group_id=group.group_id,

@@ -36,6 +36,9 @@ class ConsumerGroupSettings:
     assignor_offload: bool = True
     lag_options: tuple[tuple[str, object], ...] = ()
     """The lag assignor's broker configs, passed with each assignment spec."""
+    migration_policy: str = "bidirectional"
+    """``group.consumer.migration.policy``: bidirectional, upgrade, downgrade or disabled."""
+    regex_refresh_interval_ms: int = 600000
 
     @classmethod
     def from_config(cls, config: Any) -> ConsumerGroupSettings:
@@ -46,14 +49,24 @@ class ConsumerGroupSettings:
             assignors=tuple(config["group.consumer.assignors"]),
             assignment_interval_ms=config["group.consumer.assignment.interval.ms"],
             assignor_offload=config["group.consumer.assignor.offload.enable"],
+            regex_refresh_interval_ms=config["group.consumer.regex.refresh.interval.ms"],
             lag_options=tuple((name, config[name]) for name in (
                 "group.consumer.lag.assignor.offset.reset",
                 "group.consumer.lag.assignor.stickiness.tolerance")),
+            migration_policy=config["group.consumer.migration.policy"],
         )
 
     @property
     def default_assignor(self) -> str:
         return self.assignors[0]
+
+    @property
+    def upgrade_enabled(self) -> bool:
+        return self.migration_policy in ("bidirectional", "upgrade")
+
+    @property
+    def downgrade_enabled(self) -> bool:
+        return self.migration_policy in ("bidirectional", "downgrade")
 
 
 @dataclass(slots=True)

@@ -76,6 +76,18 @@ def partition_count(assignment: Assignment) -> int:
 
 
 @dataclass(frozen=True, slots=True)
+class ClassicMemberInfo:
+    """What a member using the classic protocol (JoinGroup/SyncGroup) adds: Kafka's
+    ``ClassicMemberMetadata`` (its session timeout and supported protocols)."""
+
+    session_timeout_ms: int
+    protocols: tuple[tuple[str, bytes], ...] = ()
+
+    def protocol_names(self) -> list[str]:
+        return [name for name, _ in self.protocols]
+
+
+@dataclass(frozen=True, slots=True)
 class ConsumerGroupMember:
     member_id: str
     member_epoch: int = 0
@@ -91,6 +103,12 @@ class ConsumerGroupMember:
     server_assignor: str | None = None
     assigned_partitions: Assignment = field(default_factory=dict)
     partitions_pending_revocation: Assignment = field(default_factory=dict)
+    classic: ClassicMemberInfo | None = None
+    """Set for a classic protocol member of a mixed group."""
+
+    @property
+    def uses_classic_protocol(self) -> bool:
+        return self.classic is not None
 
     def is_reconciled_to(self, target_epoch: int) -> bool:
         return self.state is MemberState.STABLE and self.member_epoch == target_epoch
@@ -127,6 +145,12 @@ class ConsumerGroup:
         """(topic id, partition) -> (member id, member epoch) of the member that owns it or has
         yet to revoke it."""
         self.subscribed_topic_counts: Counter[str] = Counter()
+        self.subscribed_regex_counts: Counter[str] = Counter()
+        """Regex -> how many members subscribe with it."""
+        self.resolved_regexes: dict[str, Any] = {}
+        """Regex -> ``consumer_regex.ResolvedRegex`` (ConsumerGroupRegularExpression records)."""
+        self.regex_refresh_ms = 0
+        """When the regexes were last resolved (the newest record's timestamp)."""
         self.assignor_run: int | None = None
         """The offloaded assignor run in flight (seed 000), if any: in memory, not a record."""
 
@@ -175,6 +199,9 @@ class ConsumerGroup:
             out += [records.current_assignment_tombstone(gid, member_id),
                     records.target_member_tombstone(gid, member_id),
                     records.member_metadata_tombstone(gid, member_id)]
+        from . import consumer_regex
+
+        out += [consumer_regex.tombstone(gid, regex) for regex in self.resolved_regexes]
         out += [(records.target_metadata(gid, 0, 0)[0], None),
                 (records.subscription_metadata(gid, ())[0], None),
                 (records.group_epoch(gid, 0)[0], None)]
@@ -190,6 +217,11 @@ class ConsumerGroup:
         member = self.members.get(commit.member_id)
         if member is None:
             return ErrorCode.unknown_member_id
+        if member.classic is not None:
+            # A classic member of a mixed group commits with its generation (member epoch).
+            if commit.generation_id != member.member_epoch:
+                return ErrorCode.illegal_generation
+            return None
         if commit.api_version < 9:
             return ErrorCode.unsupported_version
         if commit.generation_id != member.member_epoch:
@@ -213,11 +245,13 @@ class ConsumerGroup:
         old = self.members.get(member.member_id)
         if old is not None:
             self.subscribed_topic_counts.subtract(old.subscribed_topic_names)
+            self._count_regex(old.subscribed_topic_regex, -1)
             if old.instance_id is not None and old.instance_id != member.instance_id:
                 if self.static_members.get(old.instance_id) == old.member_id:
                     del self.static_members[old.instance_id]
         self.subscribed_topic_counts.update(member.subscribed_topic_names)
         self.subscribed_topic_counts = +self.subscribed_topic_counts
+        self._count_regex(member.subscribed_topic_regex, 1)
         if member.instance_id is not None:
             self.static_members[member.instance_id] = member.member_id
         self.members[member.member_id] = member
@@ -228,8 +262,14 @@ class ConsumerGroup:
             return
         self.subscribed_topic_counts.subtract(old.subscribed_topic_names)
         self.subscribed_topic_counts = +self.subscribed_topic_counts
+        self._count_regex(old.subscribed_topic_regex, -1)
         if old.instance_id is not None and self.static_members.get(old.instance_id) == member_id:
             del self.static_members[old.instance_id]
+
+    def _count_regex(self, regex: str | None, delta: int) -> None:
+        if regex:
+            self.subscribed_regex_counts[regex] += delta
+            self.subscribed_regex_counts = +self.subscribed_regex_counts
 
     def set_partition_epochs(self, old: ConsumerGroupMember | None,
                              new: ConsumerGroupMember | None) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from storage.records import (
+    ClassicMemberMetadata,
+    ClassicProtocol,
     ConsumerGroupCurrentMemberAssignmentKey,
     ConsumerGroupCurrentMemberAssignmentValue,
     ConsumerGroupMemberMetadataKey,
@@ -50,7 +52,13 @@ def member_metadata(group_id: str, member: ConsumerGroupMember) -> Record:
                 subscribed_topic_names=member.subscribed_topic_names,
                 subscribed_topic_regex=member.subscribed_topic_regex,
                 rebalance_timeout_ms=member.rebalance_timeout_ms,
-                server_assignor=member.server_assignor))
+                server_assignor=member.server_assignor,
+                classic_member_metadata=None if member.classic is None else
+                ClassicMemberMetadata(
+                    session_timeout_ms=member.classic.session_timeout_ms,
+                    supported_protocols=tuple(
+                        ClassicProtocol(name=name, metadata=metadata)
+                        for name, metadata in member.classic.protocols))))
 
 
 def member_metadata_tombstone(group_id: str, member_id: str) -> Record:

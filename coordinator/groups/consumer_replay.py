@@ -22,6 +22,7 @@ from storage.records import (
 
 from ..shard import register_replayer
 from .consumer_model import (
+    ClassicMemberInfo,
     ConsumerGroup,
     ConsumerGroupMember,
     MemberState,
@@ -81,7 +82,11 @@ def _member_metadata(shard: Any, offset: int, key: ConsumerGroupMemberMetadataKe
         rebalance_timeout_ms=value.rebalance_timeout_ms, client_id=value.client_id,
         client_host=value.client_host, subscribed_topic_names=value.subscribed_topic_names,
         subscribed_topic_regex=value.subscribed_topic_regex,
-        server_assignor=value.server_assignor))
+        server_assignor=value.server_assignor,
+        classic=None if value.classic_member_metadata is None else ClassicMemberInfo(
+            value.classic_member_metadata.session_timeout_ms,
+            tuple((p.name, bytes(p.metadata))
+                  for p in value.classic_member_metadata.supported_protocols))))
 
 
 def _target_member(shard: Any, offset: int, key: ConsumerGroupTargetAssignmentMemberKey,

@@ -36,6 +36,9 @@ class Topics:
     def topic_by_id(self, topic_id: uuid.UUID) -> Topic | None:
         return next((t for t in self.by_name.values() if t.topic_id == topic_id), None)
 
+    def topics(self) -> list[Topic]:
+        return sorted(self.by_name.values(), key=lambda t: t.name)
+
 
 class ManualOffloader:
     """Keeps offloaded runs until the test finishes them (``ConsumerGroupContext.finish_runs``)."""

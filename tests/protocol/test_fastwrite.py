@@ -84,7 +84,8 @@ def test_same_bytes_as_kio(label: str, cls: type) -> None:
 
 
 # The group coordinator's own APIs, at the versions clients use most, get more examples.
-_SERVED = [(68, 0), (68, 1), (11, 9), (14, 5), (12, 4), (13, 5), (8, 9), (9, 9), (10, 6), (18, 3)]
+_SERVED = [(68, 0), (68, 1), (11, 9), (14, 5), (12, 4), (13, 5), (8, 9), (9, 9), (8, 10), (9, 10),
+           (10, 6), (18, 3)]
 
 
 @pytest.mark.parametrize(("api_key", "version"), _SERVED)
