@@ -175,8 +175,3 @@ class KafkaServer:
                 task.cancel()
             await asyncio.gather(*self._connections, return_exceptions=True)
             await self._server.wait_closed()
-
-    @property
-    def connection_count(self) -> int:
-        return len(self._connections)
-

@@ -345,12 +345,6 @@ class CoordinatorRuntime:
         for future in pending.values():
             _fail(future, error)
 
-    async def flush_now(self) -> None:
-        """Flush every dirty partition at once (tests, shutdown)."""
-        batch, self._dirty = self._dirty, set()
-        if batch:
-            await self._flush(batch)
-
     async def _reload(self, partition: _Partition, why: str) -> None:
         """Rebuild the partition's state from its log: the log is the only source of truth."""
         self._fail_waiters(partition, not_available(partition.index, why))
