@@ -1,11 +1,12 @@
-"""Reading the embedded consumer protocol of classic groups (protocol type "consumer"): the
-topics a member subscribes to, from its ConsumerProtocolSubscription metadata."""
+"""The embedded consumer protocol of classic members (protocol type "consumer"): their
+ConsumerProtocolSubscription metadata, and the ConsumerProtocolAssignment bytes SyncGroup
+carries, read safely from untrusted bytes."""
 
 from __future__ import annotations
 
 import io
 import struct
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cache
 from pkgutil import resolve_name
@@ -27,20 +28,30 @@ def _schema(version: int) -> tuple[type, Any]:
     return cls, entity_reader(cls)
 
 
-def subscribed_topics(metadata: bytes) -> frozenset[str] | None:
-    """The member's subscribed topics, or None if the metadata does not decode."""
-    if len(metadata) < 2:
+def _read_versioned(data: bytes, schema: Callable[[int], tuple[type, Any]], *,
+                    negative_as_v0: bool = False) -> tuple[int, Any] | None:
+    """(version on the wire, decoded value) of an embedded-protocol struct that starts with an
+    int16 version, or None if it does not decode. Versions newer than we know only add fields
+    after the ones we read, so they are read as the newest we know; every length is checked
+    before kio reads (see ``protocol.guard``)."""
+    if len(data) < 2:
         return None
-    (version,) = _VERSION.unpack_from(metadata, 0)
-    # Newer versions only add fields after the ones we read: read them as the newest we know.
-    version = min(max(version, 0), MAX_VERSION)
-    cls, read = _schema(version)
+    (raw,) = _VERSION.unpack_from(data, 0)
+    if raw < 0 and not negative_as_v0:
+        return None
+    cls, read = schema(min(max(raw, 0), MAX_VERSION))
     try:
-        check_lengths(cls, metadata, 2)
-        subscription, _ = read(metadata, 2)
+        check_lengths(cls, data, 2)
+        value, _ = read(data, 2)
     except Exception:
         return None
-    return frozenset(subscription.topics)
+    return raw, value
+
+
+def subscribed_topics(metadata: bytes) -> frozenset[str] | None:
+    """The member's subscribed topics, or None if the metadata does not decode."""
+    found = _read_versioned(metadata, _schema, negative_as_v0=True)
+    return None if found is None else frozenset(found[1].topics)
 
 
 # --- the full subscription and the assignment (mixed groups, issue 5 item 7) -------------------
@@ -54,18 +65,10 @@ class Subscription:
 
 def decode_subscription(metadata: bytes) -> Subscription | None:
     """A member's ConsumerProtocolSubscription, or None if it does not decode."""
-    if len(metadata) < 2:
+    found = _read_versioned(metadata, _schema)
+    if found is None:
         return None
-    (raw,) = _VERSION.unpack_from(metadata, 0)
-    if raw < 0:
-        return None
-    version = min(raw, MAX_VERSION)
-    cls, read = _schema(version)
-    try:
-        check_lengths(cls, metadata, 2)
-        sub, _ = read(metadata, 2)
-    except Exception:
-        return None
+    raw, sub = found
     owned = tuple((tp.topic, tuple(int(p) for p in tp.partitions))
                   for tp in getattr(sub, "owned_partitions", ()))
     return Subscription(raw, tuple(sub.topics), owned, getattr(sub, "rack_id", None))
@@ -79,22 +82,20 @@ def _assignment_schema(version: int) -> tuple[type, type, Any, Any]:
     return cls, tp, entity_reader(cls), entity_writer(cls)
 
 
+def _assignment_reader(version: int) -> tuple[type, Any]:
+    cls, _, read, _ = _assignment_schema(version)
+    return cls, read
+
+
 def decode_assignment(data: bytes) -> tuple[tuple[str, tuple[int, ...]], ...] | None:
     """(topic, partitions) of a ConsumerProtocolAssignment; () for no bytes, None if it does
     not decode."""
     if not data:
         return ()
-    if len(data) < 2:
+    found = _read_versioned(data, _assignment_reader)
+    if found is None:
         return None
-    (raw,) = _VERSION.unpack_from(data, 0)
-    if raw < 0:
-        return None
-    cls, _, read, _ = _assignment_schema(min(raw, MAX_VERSION))
-    try:
-        check_lengths(cls, data, 2)
-        assignment, _ = read(data, 2)
-    except Exception:
-        return None
+    assignment = found[1]
     return tuple((tp.topic, tuple(int(p) for p in tp.partitions))
                  for tp in assignment.assigned_partitions)
 
