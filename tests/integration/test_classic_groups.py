@@ -144,13 +144,11 @@ class Member:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    process = ServerProcess(tmp_path_factory.mktemp("classic") / "data", OVERRIDES).start()
-    try:
-        yield process
-    finally:
-        _ADMINS.pop(process.bootstrap, None)
-        process.stop()
-        process.kill()
+    with ServerProcess(tmp_path_factory.mktemp("classic") / "data", OVERRIDES) as process:
+        try:
+            yield process
+        finally:
+            _ADMINS.pop(process.bootstrap, None)
 
 
 @pytest.fixture

@@ -32,13 +32,11 @@ from tests.integration.test_classic_groups import (
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    process = ServerProcess(tmp_path_factory.mktemp("pyclients") / "data", OVERRIDES).start()
-    try:
-        yield process
-    finally:
-        _ADMINS.pop(process.bootstrap, None)
-        process.stop()
-        process.kill()
+    with ServerProcess(tmp_path_factory.mktemp("pyclients") / "data", OVERRIDES) as process:
+        try:
+            yield process
+        finally:
+            _ADMINS.pop(process.bootstrap, None)
 
 
 class ThreadMember:
