@@ -4,9 +4,11 @@ A full (generation 2) collection walks every tracked object: with a large group'
 memory (targets, owners, topic metadata) that is hundreds of milliseconds, during which no
 request of any group is answered (measured with ``bench storm``). Objects that have lived a
 while are almost all long-lived state, so they are moved out of the collector's reach every
-``freeze_interval_s`` (``gc.freeze``, O(1)); collections then only walk what is new. Cyclic
-garbage among frozen objects is reclaimed by a full collection every ``full_interval_s``,
-logged with its pause.
+``freeze_interval_s`` (``gc.freeze``, O(1)); collections then only walk what is new. At one
+second, a churning 1,000-member group left enough survivors between freezes for the automatic
+collections to take 10-60 ms each (measured in ``bench storm``); at 100 ms they stay under a
+few milliseconds. Cyclic garbage among frozen objects is reclaimed by a full collection every
+``full_interval_s``, logged with its pause.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ log = get_logger("coordinator.gc")
 
 
 class GcPauseGuard:
-    def __init__(self, freeze_interval_s: float = 1.0, full_interval_s: float = 3600.0) -> None:
+    def __init__(self, freeze_interval_s: float = 0.1, full_interval_s: float = 3600.0) -> None:
         self.freeze_interval_s = freeze_interval_s
         self.full_interval_s = full_interval_s
 

@@ -99,13 +99,11 @@ def partitions_moved(before: Mapping[str, Mapping[Any, Iterable[int]]],
 
 def record_offloaded_run(job: Any, outcome: Any) -> None:
     """An offloaded run's result (``assignor_job.AssignorJob`` and ``JobResult``): its duration
-    in the worker and the partitions it moved relative to the targets it started from."""
+    in the worker and the partitions it moved relative to the targets it started from (counted
+    by the worker, which has both at hand)."""
     if _installed is None:
         return
-    before = {m: dict(t or ()) for m, t in zip(job.member_ids, job.targets, strict=True)}
-    after = {m: dict(pairs) for m, pairs in outcome.changed}
-    record_assignment(job.group_id, job.assignor, outcome.assign_ms,
-                      partitions_moved(before, after))
+    record_assignment(job.group_id, job.assignor, outcome.assign_ms, outcome.moved)
 
 
 # ---------------------------------------------------------------------------------- wiring

@@ -125,29 +125,37 @@ def scan(buf: bytes, first_offset: int) -> ScanResult:
 
 
 class ActiveSegment:
-    """The segment being appended to; writes go through :func:`os.pwrite` at the tracked end."""
+    """The segment being appended to; writes go through :func:`os.pwrite` at the tracked end.
 
-    def __init__(self, base_offset: int, path: Path, size: int) -> None:
+    With ``open_now=False`` no descriptor is opened (``fd`` is -1): a subclass that opens its
+    file on demand passes the descriptor to :meth:`_append` itself (the topic logs do).
+    """
+
+    def __init__(self, base_offset: int, path: Path, size: int, *, open_now: bool = True) -> None:
         self.base_offset = base_offset
         self.path = path
         self.size = size
-        self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644) if open_now else -1
 
     def append(self, data: bytes) -> None:
         """Write ``data`` at the end. On error the partial bytes are truncated away and the
         error propagates; if the truncate fails too, :class:`LogFailedError` is raised."""
+        self._append(self.fd, data)
+
+    def _append(self, fd: int, data: bytes) -> None:
+        """:meth:`append` through ``fd``, an open descriptor of this segment's file."""
         start = self.size
         view = memoryview(data)
         written = 0
         try:
             while written < len(data):
-                n = _pwrite(self.fd, view[written:], start + written)
+                n = _pwrite(fd, view[written:], start + written)
                 if n <= 0:
                     raise OSError("pwrite wrote nothing")
                 written += n
         except OSError as exc:
             try:
-                os.ftruncate(self.fd, start)
+                os.ftruncate(fd, start)
             except OSError as trunc_exc:
                 raise LogFailedError(
                     f"{self.path}: write failed ({exc}) and its partial bytes could not be "

@@ -7,6 +7,7 @@ from typing import Any
 from ..groups.consumer_describe import GroupDescription, describe
 from ..groups.consumer_env import env_for
 from ..groups.consumer_model import Assignment
+from ..groups.consumer_records import by_topic_id
 from ..runtime import CoordinatorError
 from .context import RequestContext
 
@@ -19,7 +20,7 @@ CONSUMER_MEMBER_TYPE = 1
 def _assignment(ctx: RequestContext, assignment: Assignment) -> Any:
     image = ctx.broker.image
     parts = []
-    for topic_id, partitions in sorted(assignment.items(), key=lambda i: str(i[0])):
+    for topic_id, partitions in sorted(assignment.items(), key=by_topic_id):
         topic = image.topic_by_id(topic_id)
         parts.append(ctx.nested("TopicPartitions", topic_id=topic_id,
                                 topic_name=topic.name if topic else "",

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import uuid
 from typing import Any
 
 from ..groups.consumer import HeartbeatRequest, HeartbeatResponse, heartbeat, validate
 from ..groups.consumer_env import ConsumerGroupEnv, env_for
+from ..groups.consumer_records import by_topic_id
 from ..runtime import CoordinatorError
 from .context import RequestContext
 
@@ -44,7 +46,7 @@ def _response(ctx: RequestContext, response: HeartbeatResponse) -> Any:
     if response.assignment is not None:
         assignment = ctx.nested("Assignment", topic_partitions=tuple(
             ctx.nested("TopicPartitions", topic_id=topic_id, partitions=tuple(sorted(parts)))
-            for topic_id, parts in sorted(response.assignment.items(), key=lambda i: str(i[0]))))
+            for topic_id, parts in sorted(response.assignment.items(), key=by_topic_id)))
     return ctx.respond(error_message=None, member_id=response.member_id,
                        member_epoch=response.member_epoch,
                        heartbeat_interval=datetime.timedelta(
@@ -52,16 +54,39 @@ def _response(ctx: RequestContext, response: HeartbeatResponse) -> Any:
                        assignment=assignment)
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+def handle(ctx: RequestContext, request: Any) -> Any:
+    """The response, or (when it must wait: queued events, an fsync) a coroutine for it. A
+    steady heartbeat on an idle partition is answered here, without suspending."""
     env: ConsumerGroupEnv = env_for(ctx.broker)
     try:
         hb = _request(ctx, request)
         validate(hb, env.settings.assignors)
         runtime = ctx.broker.runtime
-        response = await runtime.write(
-            runtime.partition_for(hb.group_id),
-            lambda shard, now: heartbeat(shard, now, env, hb), name="ConsumerGroupHeartbeat")
+        answer = runtime.submit(
+            runtime.partition_for(hb.group_id), True,
+            lambda shard, now: heartbeat(shard, now, env, hb), name="ConsumerGroupHeartbeat",
+            group_id=hb.group_id)
     except CoordinatorError as exc:
-        return ctx.respond(error_code=exc.code, error_message=exc.message, member_id=None,
-                           member_epoch=0, assignment=None)
-    return _response(ctx, response)
+        return _error(ctx, exc)
+    if answer.done():
+        return _outcome(ctx, answer)
+    return _later(ctx, answer)
+
+
+async def _later(ctx: RequestContext, answer: asyncio.Future[HeartbeatResponse]) -> Any:
+    await asyncio.wait([answer])
+    return _outcome(ctx, answer)
+
+
+def _outcome(ctx: RequestContext, answer: asyncio.Future[HeartbeatResponse]) -> Any:
+    error = answer.exception()
+    if isinstance(error, CoordinatorError):
+        return _error(ctx, error)
+    if error is not None:
+        raise error
+    return _response(ctx, answer.result())
+
+
+def _error(ctx: RequestContext, exc: CoordinatorError) -> Any:
+    return ctx.respond(error_code=exc.code, error_message=exc.message, member_id=None,
+                       member_epoch=0, assignment=None)

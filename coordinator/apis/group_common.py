@@ -16,7 +16,8 @@ async def run_on_group(ctx: RequestContext, group_id: str, handler: Callable[[An
     """The handler's response, or a ``CoordinatorError`` turned into its ``ErrorCode``."""
     runtime = ctx.broker.runtime
     try:
-        return await runtime.write(runtime.partition_for(group_id), handler, name=name)
+        return await runtime.write(runtime.partition_for(group_id), handler, name=name,
+                                   group_id=group_id)
     except CoordinatorError as exc:
         return exc.code
 

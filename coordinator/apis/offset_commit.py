@@ -68,7 +68,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
 
         try:
             outcome = await runtime.write(runtime.partition_for(request.group_id), handler,
-                                          name="OffsetCommit")
+                                          name="OffsetCommit", group_id=request.group_id)
             errors.update({(refs[topic], partition): error
                            for (topic, partition), error in outcome.items()})
             observability.record_offset_commits(sum(e is ErrorCode.none for e in outcome.values()))

@@ -66,7 +66,7 @@ async def _fetch_group(ctx: RequestContext, group_id: str, requested: Any,
         found = await runtime.read(runtime.partition_for(group_id),
                                    lambda shard, now: _fetch(shard, group_id, wanted,
                                                              member_id, member_epoch),
-                                   name="OffsetFetch")
+                                   name="OffsetFetch", group_id=group_id)
     except CoordinatorError as exc:
         return exc.code, [_topic(ctx, t.name, [(p, None, exc.code) for p in t.partition_indexes],
                                  t.topic_id)

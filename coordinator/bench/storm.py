@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import multiprocessing
 import random
@@ -37,6 +38,7 @@ from .storm_client import (
 SETTINGS = "0:off,1000:off,1000:on"
 LARGE_GROUP = "storm-large"
 BUCKETS = 5
+BYSTANDER_HEARTBEAT_S = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +87,15 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
 
 
+def quiet_collector() -> None:
+    """Keep the load generator's own garbage collector from pausing it (a pause would be
+    counted as the server's latency): what exists now is frozen, and collection is off (the
+    generator's garbage is acyclic; reference counting frees it)."""
+    gc.collect()
+    gc.freeze()
+    gc.disable()
+
+
 # ------------------------------------------------------------------------------ bystanders
 def _bystanders_main(bootstrap: str, groups: int, members: int, conn: Connection) -> None:
     asyncio.run(_bystanders(bootstrap, groups, members, conn))
@@ -93,15 +104,19 @@ def _bystanders_main(bootstrap: str, groups: int, members: int, conn: Connection
 async def _bystanders(bootstrap: str, groups: int, members: int, conn: Connection) -> None:
     latencies: list[tuple[float, float]] = []
     everyone: list[Member] = []
+    rng = random.Random(7)
     admin = await Wire.connect(bootstrap)
     for g in range(groups):
         group_id = f"storm-bystander-{g}"
-        await set_group_configs(admin, group_id, {"consumer.heartbeat.interval.ms": "1000"})
+        await set_group_configs(admin, group_id, {
+            "consumer.heartbeat.interval.ms": str(int(BYSTANDER_HEARTBEAT_S * 1000))})
         for _ in range(members):
             member = Member(await Wire.connect(bootstrap), group_id, (f"bystander-{g}",),
                             latencies)
             everyone.append(member)
-            member.start()
+            member.start(rng.uniform(0.0, BYSTANDER_HEARTBEAT_S))
+    await asyncio.sleep(2 * BYSTANDER_HEARTBEAT_S)
+    quiet_collector()
     conn.send("ready")
     await asyncio.to_thread(conn.recv)  # "stop"
     await asyncio.gather(*(m.stop() for m in everyone))
@@ -179,6 +194,7 @@ async def _run(args: argparse.Namespace, bootstrap: str, log: Any) -> list[Phase
     began = time.monotonic()
     group.join_all()
     formed = await group.wait_stable(admin, args.stable_timeout_s)
+    quiet_collector()
     log(f"large group of {args.members} formed: stable after "
         f"{'timeout' if formed is None else f'{time.monotonic() - began:.1f}s'}")
 

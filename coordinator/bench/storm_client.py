@@ -10,6 +10,7 @@ import importlib
 import struct
 import time
 import uuid
+from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
@@ -36,44 +37,83 @@ METADATA_TOPIC = message("metadata", 12, "MetadataRequestTopic")
 GROUP_RESOURCE = 32
 
 
+class _FrameProtocol(asyncio.Protocol):
+    """Cuts the byte stream into response frames and stamps each with the time it arrived
+    (in ``data_received``, before anything else runs), so a busy load generator does not add
+    its own delays to the latency it measures."""
+
+    def __init__(self) -> None:
+        self.buffer = bytearray()
+        self.frames: deque[tuple[bytes, float]] = deque()
+        self.waiter: asyncio.Future[None] | None = None
+        self.closed: BaseException | None = None
+
+    def data_received(self, data: bytes) -> None:
+        arrived = time.perf_counter()
+        buffer = self.buffer
+        buffer += data
+        while len(buffer) >= 4:
+            (size,) = _SIZE.unpack_from(buffer, 0)
+            if len(buffer) < 4 + size:
+                break
+            self.frames.append((bytes(buffer[4:4 + size]), arrived))
+            del buffer[:4 + size]
+        if self.frames and self.waiter is not None and not self.waiter.done():
+            self.waiter.set_result(None)
+
+    def connection_lost(self, exc: BaseException | None) -> None:
+        self.closed = exc or ConnectionResetError("connection closed")
+        if self.waiter is not None and not self.waiter.done():
+            self.waiter.set_exception(self.closed)
+
+    async def next_frame(self) -> tuple[bytes, float]:
+        while not self.frames:
+            if self.closed is not None:
+                raise self.closed
+            self.waiter = asyncio.get_running_loop().create_future()
+            await self.waiter
+        return self.frames.popleft()
+
+
 class Wire:
     """One connection; requests on it go one at a time (a lock), so a response time is the
     server's, not queueing behind this connection's other requests."""
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.reader = reader
-        self.writer = writer
+    def __init__(self, transport: asyncio.Transport, frames: _FrameProtocol) -> None:
+        self.transport = transport
+        self.frames = frames
         self.lock = asyncio.Lock()
         self.next_id = 1
 
     @classmethod
     async def connect(cls, bootstrap: str) -> Wire:
         host, port = bootstrap.rsplit(":", 1)
-        reader, writer = await asyncio.open_connection(host, int(port), limit=64 << 20)
-        return cls(reader, writer)
+        transport, frames = await asyncio.get_running_loop().create_connection(
+            _FrameProtocol, host, int(port))
+        return cls(transport, frames)  # type: ignore[arg-type]
 
-    async def request(self, body: Any) -> tuple[Any, float]:
-        """(response, seconds from sending to the whole response read)."""
+    async def request(self, body: Any, frame: bytes | None = None) -> tuple[Any, float]:
+        """(response, seconds from sending to the response's arrival). ``frame``: the request
+        already encoded (any correlation id; it is replaced)."""
         async with self.lock:
+            if self.frames.closed is not None:
+                raise self.frames.closed
             cid = self.next_id
             self.next_id += 1
-            frame = protocol.encode_request(body, cid, "storm")
+            if frame is None:
+                frame = protocol.encode_request(body, cid, "storm")
+            else:
+                frame = frame[:8] + _SIZE.pack(cid) + frame[12:]
             started = time.perf_counter()
-            self.writer.write(frame)
-            (size,) = _SIZE.unpack(await self.reader.readexactly(4))
-            data = await self.reader.readexactly(size)
-            elapsed = time.perf_counter() - started
+            self.transport.write(frame)
+            data, arrived = await self.frames.next_frame()
         schema = protocol.schema(int(body.__api_key__), int(body.__version__))
         got, response = protocol.decode_response(schema, data)
         assert got == cid, f"correlation id {got}, expected {cid}"
-        return response, elapsed
+        return response, arrived - started
 
     async def close(self) -> None:
-        self.writer.close()
-        try:
-            await self.writer.wait_closed()
-        except (ConnectionError, OSError):
-            pass
+        self.transport.close()
 
 
 # ------------------------------------------------------------------------------ admin
@@ -120,7 +160,10 @@ async def describe_group(wire: Wire, group_id: str) -> Any:
 # ------------------------------------------------------------------------------ members
 class Member:
     """A consumer-protocol member: joins, heartbeats at the interval the server gives, takes
-    (and acknowledges at once) every assignment it is sent, rejoins when fenced."""
+    (and acknowledges at once) every assignment it is sent, rejoins when fenced. Like Kafka's
+    Java consumer it sends its subscription only when joining and its owned partitions only
+    when they changed since the last heartbeat the server answered; the encoded request is kept
+    until then, so a steady heartbeat costs the load generator almost nothing."""
 
     def __init__(self, wire: Wire, group_id: str, topics: Sequence[str],
                  latencies: list[tuple[float, float]] | None = None,
@@ -131,11 +174,14 @@ class Member:
         self.member_id = member_id or str(uuid.uuid4())
         self.epoch = 0
         self.owned: tuple[Any, ...] = ()
+        self.owned_sent = False
         self.interval_s = 5.0
         self.latencies = latencies
         self.stopping = False
         self.task: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
+        self._request_body: Any = None
+        self._frame: bytes | None = None
 
     def _request(self) -> Any:
         joining = self.epoch == 0
@@ -145,19 +191,29 @@ class Member:
             rebalance_timeout=datetime.timedelta(milliseconds=60000 if joining else -1),
             subscribed_topic_names=self.topics if joining else None,
             subscribed_topic_regex=None, server_assignor=None,
-            topic_partitions=self.owned)
+            topic_partitions=None if self.owned_sent and not joining else self.owned)
+
+    def _invalidate(self) -> None:
+        self._request_body = self._frame = None
 
     async def heartbeat(self) -> bool:
         """One heartbeat; True when it changed the member's assignment."""
-        response, elapsed = await self.wire.request(self._request())
+        if self._request_body is None:
+            self._request_body = self._request()
+            self._frame = protocol.encode_request(self._request_body, 0, "storm")
+        response, elapsed = await self.wire.request(self._request_body, self._frame)
         if self.latencies is not None:
             self.latencies.append((time.monotonic(), elapsed * 1000.0))
         code = response.error_code
         if code in (ErrorCode.fenced_member_epoch, ErrorCode.unknown_member_id):
-            self.epoch, self.owned = 0, ()
+            self.epoch, self.owned, self.owned_sent = 0, (), False
+            self._invalidate()
             return True
         if code != ErrorCode.none:
             return False
+        if not self.owned_sent or response.member_epoch != self.epoch:
+            self.owned_sent = True
+            self._invalidate()
         self.epoch = response.member_epoch
         self.interval_s = response.heartbeat_interval.total_seconds()
         if response.assignment is None:
@@ -166,10 +222,14 @@ class Member:
                                     partitions=tuple(tp.partitions))
                       for tp in response.assignment.topic_partitions)
         changed = owned != self.owned
-        self.owned = owned
+        if changed:
+            self.owned, self.owned_sent = owned, False
+            self._invalidate()
         return changed
 
-    async def run(self) -> None:
+    async def run(self, delay_s: float = 0.0) -> None:
+        if delay_s > 0:
+            await asyncio.sleep(delay_s)
         while not self.stopping:
             try:
                 changed = await self.heartbeat()
@@ -181,8 +241,9 @@ class Member:
                 except TimeoutError:
                     pass
 
-    def start(self) -> None:
-        self.task = asyncio.get_running_loop().create_task(self.run())
+    def start(self, delay_s: float = 0.0) -> None:
+        """Start heartbeating, the first (joining) heartbeat after ``delay_s``."""
+        self.task = asyncio.get_running_loop().create_task(self.run(delay_s))
 
     async def stop(self) -> None:
         """Stop heartbeating (never in the middle of a request: the connection is shared)."""
@@ -194,6 +255,7 @@ class Member:
     async def leave(self) -> None:
         await self.stop()
         self.epoch = -1
+        self._invalidate()
         try:
             await self.wire.request(self._request())
         except (ConnectionError, OSError, asyncio.IncompleteReadError):

@@ -40,6 +40,7 @@ from .consumer_model import (
     ConsumerGroupMember,
     MemberState,
     SubscribedTopic,
+    interned_topic_names,
     is_subset,
 )
 from .group_configs import consumer_overrides
@@ -155,28 +156,74 @@ def check_member_epoch(member: ConsumerGroupMember, received: int,
         raise _fenced(received, member.member_epoch)
 
 
-def subscription_metadata(names: Iterable[str], env: ConsumerGroupEnv
-                          ) -> dict[str, SubscribedTopic]:
+def subscription_metadata(names: Iterable[str], env: ConsumerGroupEnv,
+                          current: Mapping[str, SubscribedTopic] | None = None
+                          ) -> Mapping[str, SubscribedTopic]:
+    """The subscribed topics that exist. Entries of ``current`` (the group's) that still
+    describe a topic are reused, and if nothing differs ``current`` itself is returned, so an
+    unchanged subscription costs no new objects (and keeps the caches keyed on it warm)."""
+    current = current or {}
     out = {}
+    same = True
     for name in names:
         topic = env.topics.topic(name)
-        if topic is not None:
+        if topic is None:
+            continue
+        old = current.get(name)
+        if old is not None and old.partitions == topic.partitions and (
+                old.topic_id is topic.topic_id or old.topic_id == topic.topic_id):
+            out[name] = old
+        else:
             out[name] = SubscribedTopic(topic.topic_id, name, topic.partitions)
+            same = False
+    if same and len(out) == len(current):
+        return current
     return out
+
+
+def subscription_after(group: ConsumerGroup, removed: Sequence[ConsumerGroupMember],
+                       added: Sequence[ConsumerGroupMember], env: ConsumerGroupEnv,
+                       resolution: consumer_regex.Resolved | None = None
+                       ) -> Mapping[str, SubscribedTopic]:
+    """The group's subscription metadata once ``removed`` left and ``added`` joined. When no
+    regex is involved and every topic of a leaving member keeps a subscriber and every topic
+    of a joining one has one already, the subscribed names do not change and neither does the
+    metadata (topic changes reach it through the topic listener): a member of a large group
+    joining or leaving then costs its own topics, not a pass over the group's."""
+    if not group.subscribed_regex_counts and not any(
+            m.subscribed_topic_regex for m in (*removed, *added)):
+        counts = group.subscribed_topic_counts
+        delta: Counter[str] = Counter()
+        for member in removed:
+            delta.subtract(member.subscribed_topic_names)
+        for member in added:
+            delta.update(member.subscribed_topic_names)
+        if all((counts.get(name, 0) > 0) == (counts.get(name, 0) + change > 0)
+               for name, change in delta.items()):
+            return group.subscription_metadata
+    return subscription_metadata(_names_after(group, removed, added, resolution), env,
+                                 group.subscription_metadata)
 
 
 def _names_after(group: ConsumerGroup, removed: Iterable[ConsumerGroupMember],
                  added: Iterable[ConsumerGroupMember],
                  resolution: consumer_regex.Resolved | None = None) -> list[str]:
     """The topic names the group subscribes to (by name or through a regex's ``resolution``,
-    the group's by default) once ``removed`` left and ``added`` joined."""
+    the group's by default) once ``removed`` left and ``added`` joined. Only the members'
+    own topics are counted again, not the group's whole table."""
     removed, added = list(removed), list(added)
-    counts = Counter(group.subscribed_topic_counts)
+    counts = group.subscribed_topic_counts
+    delta: Counter[str] = Counter()
     for member in removed:
-        counts.subtract(member.subscribed_topic_names)
+        delta.subtract(member.subscribed_topic_names)
     for member in added:
-        counts.update(member.subscribed_topic_names)
-    names = {name for name, count in counts.items() if count > 0}
+        delta.update(member.subscribed_topic_names)
+    names = set(counts)
+    for name, change in delta.items():
+        if counts.get(name, 0) + change > 0:
+            names.add(name)
+        else:
+            names.discard(name)
     if resolution is None:
         resolution = consumer_regex.resolved_topics(group)
     for regex in consumer_regex.regex_counts_after(group, removed, added):
@@ -305,7 +352,7 @@ def fence_member(shard: Any, env: ConsumerGroupEnv, group: ConsumerGroup,
     still = consumer_regex.regex_counts_after(group, [member], [])
     out += [consumer_regex.tombstone(gid, regex) for regex in group.resolved_regexes
             if regex not in still]
-    metadata = subscription_metadata(_names_after(group, [member], []), env)
+    metadata = subscription_after(group, [member], [], env)
     if metadata != group.subscription_metadata:
         out.append(records.subscription_metadata(gid, metadata.values()))
     epoch = _next_group_epoch(group)
@@ -421,7 +468,7 @@ def _updated(member: ConsumerGroupMember, request: HeartbeatRequest) -> Consumer
         else member.rebalance_timeout_ms,
         server_assignor=request.server_assignor if request.server_assignor is not None
         else member.server_assignor,
-        subscribed_topic_names=tuple(sorted(set(names))) if names is not None
+        subscribed_topic_names=interned_topic_names(names) if names is not None
         else member.subscribed_topic_names,
         subscribed_topic_regex=(request.subscribed_topic_regex or None)
         if request.subscribed_topic_regex is not None else member.subscribed_topic_regex,
@@ -479,7 +526,7 @@ def heartbeat(shard: Any, now_ms: int, env: ConsumerGroupEnv,
     group_epoch = group.group_epoch
     metadata: Mapping[str, SubscribedTopic] = group.subscription_metadata
     if bump:
-        metadata = subscription_metadata(_names_after(group, gone, [updated], resolution), env)
+        metadata = subscription_after(group, gone, [updated], env, resolution)
         if metadata != group.subscription_metadata:
             out.append(records.subscription_metadata(gid, metadata.values()))
         group_epoch = _next_group_epoch(group)
@@ -505,7 +552,7 @@ def heartbeat(shard: Any, now_ms: int, env: ConsumerGroupEnv,
                    if assignor_name == LAG_ASSIGNOR else None)
         if offload:
             prepared = build_job(gid, group_epoch, assignor_name, members, targets, metadata,
-                                 offsets, settings.lag_options)
+                                 offsets, settings.lag_options, group.job_targets)
             effect = start_effect(shard, gid, prepared, env.offloader)
             target_epoch, target = group.effective_target(
                 replaced.member_id if replaced is not None else updated.member_id)
@@ -572,7 +619,8 @@ def refresh_subscription_metadata(shard: Any, now_ms: int, env: ConsumerGroupEnv
             continue
         regex_records, resolution = consumer_regex.refresh(
             group, group.subscribed_regex_counts, env.topics, now_ms, everything=True)
-        metadata = subscription_metadata(_names_after(group, [], [], resolution), env)
+        metadata = subscription_metadata(_names_after(group, [], [], resolution), env,
+                                         group.subscription_metadata)
         if metadata == group.subscription_metadata and not regex_records:
             continue
         out += regex_records

@@ -7,6 +7,7 @@ values: reconciliation returns a new member.
 
 from __future__ import annotations
 
+import sys
 import uuid
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -15,6 +16,8 @@ from enum import IntEnum, StrEnum
 from typing import Any
 
 from protocol import ErrorCode
+
+from .assignor_job import TargetIndexCache
 
 Assignment = Mapping[uuid.UUID, frozenset[int]]
 """Partitions by topic id; topics with no partition are left out."""
@@ -87,6 +90,25 @@ class ClassicMemberInfo:
         return [name for name, _ in self.protocols]
 
 
+_INTERNED_LIMIT = 4096
+_interned_topic_lists: dict[tuple[str, ...], tuple[str, ...]] = {}
+
+
+def interned_topic_names(names: Iterable[str]) -> tuple[str, ...]:
+    """A subscription's topic names, sorted and without repeats, as one shared object per
+    distinct list: a large group's members subscribe to a few lists of hundreds of topics, and
+    comparing equal lists held by different objects costs a string comparison per topic."""
+    key = tuple(sorted(set(names)))
+    found = _interned_topic_lists.get(key)
+    if found is not None:
+        return found
+    if len(_interned_topic_lists) >= _INTERNED_LIMIT:
+        _interned_topic_lists.clear()
+    key = tuple(sys.intern(name) for name in key)
+    _interned_topic_lists[key] = key
+    return key
+
+
 @dataclass(frozen=True, slots=True)
 class ConsumerGroupMember:
     member_id: str
@@ -152,6 +174,7 @@ class ConsumerGroup:
         self.regex_refresh_ms = 0
         """When the regexes were last resolved (the newest record's timestamp)."""
         self.assignor_run: int | None = None
+        self.job_targets = TargetIndexCache()  # in memory only: speeds up offloaded jobs
         """The offloaded assignor run in flight (seed 000), if any: in memory, not a record."""
 
     # --- reads -------------------------------------------------------------------------------
@@ -244,14 +267,18 @@ class ConsumerGroup:
     def put_member(self, member: ConsumerGroupMember) -> None:
         old = self.members.get(member.member_id)
         if old is not None:
-            self.subscribed_topic_counts.subtract(old.subscribed_topic_names)
-            self._count_regex(old.subscribed_topic_regex, -1)
+            if old.subscribed_topic_names != member.subscribed_topic_names:
+                self._count_topics(old.subscribed_topic_names, -1)
+                self._count_topics(member.subscribed_topic_names, 1)
+            if old.subscribed_topic_regex != member.subscribed_topic_regex:
+                self._count_regex(old.subscribed_topic_regex, -1)
+                self._count_regex(member.subscribed_topic_regex, 1)
             if old.instance_id is not None and old.instance_id != member.instance_id:
                 if self.static_members.get(old.instance_id) == old.member_id:
                     del self.static_members[old.instance_id]
-        self.subscribed_topic_counts.update(member.subscribed_topic_names)
-        self.subscribed_topic_counts = +self.subscribed_topic_counts
-        self._count_regex(member.subscribed_topic_regex, 1)
+        else:
+            self._count_topics(member.subscribed_topic_names, 1)
+            self._count_regex(member.subscribed_topic_regex, 1)
         if member.instance_id is not None:
             self.static_members[member.instance_id] = member.member_id
         self.members[member.member_id] = member
@@ -260,16 +287,29 @@ class ConsumerGroup:
         old = self.members.pop(member_id, None)
         if old is None:
             return
-        self.subscribed_topic_counts.subtract(old.subscribed_topic_names)
-        self.subscribed_topic_counts = +self.subscribed_topic_counts
+        self._count_topics(old.subscribed_topic_names, -1)
         self._count_regex(old.subscribed_topic_regex, -1)
         if old.instance_id is not None and self.static_members.get(old.instance_id) == member_id:
             del self.static_members[old.instance_id]
 
+    def _count_topics(self, names: Iterable[str], delta: int) -> None:
+        """Adjust the per-topic subscriber counts; a topic nobody subscribes to is dropped
+        (only the member's topics are touched, not the whole table)."""
+        counts = self.subscribed_topic_counts
+        for name in names:
+            count = counts[name] + delta
+            if count > 0:
+                counts[name] = count
+            else:
+                counts.pop(name, None)
+
     def _count_regex(self, regex: str | None, delta: int) -> None:
         if regex:
-            self.subscribed_regex_counts[regex] += delta
-            self.subscribed_regex_counts = +self.subscribed_regex_counts
+            count = self.subscribed_regex_counts[regex] + delta
+            if count > 0:
+                self.subscribed_regex_counts[regex] = count
+            else:
+                self.subscribed_regex_counts.pop(regex, None)
 
     def set_partition_epochs(self, old: ConsumerGroupMember | None,
                              new: ConsumerGroupMember | None) -> None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable
+from typing import Any
 
 from storage.records import (
     ClassicMemberMetadata,
@@ -28,9 +30,14 @@ from .consumer_model import Assignment, ConsumerGroupMember, SubscribedTopic
 
 
 def topic_partitions(assignment: Assignment) -> tuple[TopicPartitions, ...]:
+    # By topic id (its integer: the order of the text form, without formatting each id).
     return tuple(TopicPartitions(topic_id=topic_id, partitions=tuple(sorted(partitions)))
-                 for topic_id, partitions in sorted(assignment.items(), key=lambda i: str(i[0]))
+                 for topic_id, partitions in sorted(assignment.items(), key=by_topic_id)
                  if partitions)
+
+
+def by_topic_id(item: tuple[uuid.UUID, Any]) -> int:
+    return item[0].int
 
 
 def group_epoch(group_id: str, epoch: int) -> Record:

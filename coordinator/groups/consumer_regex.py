@@ -27,6 +27,7 @@ from ..runtime import CoordinatorError
 from ..runtime.result import Record
 from ..shard import register_replayer
 from ..topic_names import INTERNAL_TOPICS
+from .consumer_model import interned_topic_names
 
 Resolved = Mapping[str, frozenset[str]]
 """Regex -> the topic names it resolves to."""
@@ -136,7 +137,7 @@ def with_regex_topics(member: Any, resolution: Resolved) -> Any:
     regex = member.subscribed_topic_regex
     if not regex or not resolution.get(regex):
         return member
-    names = tuple(sorted(set(member.subscribed_topic_names) | resolution[regex]))
+    names = interned_topic_names(set(member.subscribed_topic_names) | resolution[regex])
     return replace(member, subscribed_topic_names=names)
 
 

@@ -28,6 +28,7 @@ from .consumer_model import (
     MemberState,
     SubscribedTopic,
     assignment_of,
+    interned_topic_names,
 )
 
 
@@ -80,7 +81,8 @@ def _member_metadata(shard: Any, offset: int, key: ConsumerGroupMemberMetadataKe
     group.put_member(replace(
         base, instance_id=value.instance_id, rack_id=value.rack_id,
         rebalance_timeout_ms=value.rebalance_timeout_ms, client_id=value.client_id,
-        client_host=value.client_host, subscribed_topic_names=value.subscribed_topic_names,
+        client_host=value.client_host,
+        subscribed_topic_names=interned_topic_names(value.subscribed_topic_names),
         subscribed_topic_regex=value.subscribed_topic_regex,
         server_assignor=value.server_assignor,
         classic=None if value.classic_member_metadata is None else ClassicMemberInfo(

@@ -166,10 +166,25 @@ class ConsumerGroupOverrides:
     assignor_offload: bool | None = None
 
 
+_NO_OVERRIDES = ConsumerGroupOverrides()
+
+
 def consumer_overrides(shard: Any, group_id: str) -> ConsumerGroupOverrides:
+    """The group's overrides, parsed once per stored version (every heartbeat asks)."""
     stored = overrides(shard, group_id)
     if not stored:
-        return ConsumerGroupOverrides()
+        return _NO_OVERRIDES
+    cache: dict[str, tuple[Mapping[str, str], ConsumerGroupOverrides]] = \
+        shard.__dict__.setdefault("consumer_overrides_cache", {})
+    cached = cache.get(group_id)
+    if cached is not None and cached[0] is stored:
+        return cached[1]
+    parsed_overrides = _parse_consumer_overrides(stored)
+    cache[group_id] = (stored, parsed_overrides)
+    return parsed_overrides
+
+
+def _parse_consumer_overrides(stored: Mapping[str, str]) -> ConsumerGroupOverrides:
 
     def parsed(name: str) -> Any:
         raw = stored.get(name)

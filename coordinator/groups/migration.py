@@ -55,6 +55,7 @@ from .consumer_model import (
     ConsumerGroupMember,
     MemberState,
     assignment_of,
+    interned_topic_names,
 )
 from .consumer_protocol import decode_assignment, decode_subscription, encode_assignment
 
@@ -150,7 +151,7 @@ def upgrade(shard: Any, env: ConsumerGroupEnv, existing: Any, now_ms: int
             m.member_id, member_epoch=epoch, previous_member_epoch=epoch,
             instance_id=m.group_instance_id, rack_id=sub.rack_id or None,
             rebalance_timeout_ms=m.rebalance_timeout_ms, client_id=m.client_id,
-            client_host=m.client_host, subscribed_topic_names=tuple(sorted(set(sub.topics))),
+            client_host=m.client_host, subscribed_topic_names=interned_topic_names(sub.topics),
             assigned_partitions=mine,
             classic=ClassicMemberInfo(m.session_timeout_ms, m.protocols)))
     out: list[Record] = [existing.tombstone()]

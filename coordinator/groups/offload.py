@@ -12,8 +12,9 @@ first applies what changed meanwhile, then writes the target records with the fi
 * subscriptions changed: the result is still installed; the group epoch is ahead of it, so a new
   run is due on a later heartbeat.
 
-A large result is installed in chunks of ``CHUNK_MEMBERS`` members, one write event each, so
-that other groups' requests are served between them; the target metadata record (the new epoch
+A large result is installed in chunks of about ``CHUNK_TOPIC_ENTRIES`` (member, topic) entries,
+one write event each (a couple of milliseconds of the event loop), so that other groups'
+requests are served between them; the target metadata record (the new epoch
 and the finish time) comes with the last chunk. Until then members reconcile towards the
 previous epoch (a member at that epoch does not move), and a partition is only ever given once
 its previous owner has released it, so a half-installed target never doubles an owner. The run
@@ -40,8 +41,8 @@ log = get_logger("coordinator.groups.offload")
 
 _run_ids = itertools.count(1)
 
-CHUNK_MEMBERS = 32
-"""Members' target records per install event."""
+CHUNK_TOPIC_ENTRIES = 64
+"""(member, topic) entries of target records per install event (at least one member)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,8 +81,15 @@ def chunks(outcome: JobResult | BaseException) -> list[tuple[int, int]]:
     """The (start, end) slices of ``outcome.changed`` to install, one write event each."""
     if isinstance(outcome, BaseException) or not outcome.changed:
         return [(0, 0)]
-    size = len(outcome.changed)
-    return [(i, min(size, i + CHUNK_MEMBERS)) for i in range(0, size, CHUNK_MEMBERS)]
+    out, start, entries = [], 0, 0
+    for i, (_, pairs) in enumerate(outcome.changed):
+        entries += max(1, len(pairs))
+        if entries >= CHUNK_TOPIC_ENTRIES:
+            out.append((start, i + 1))
+            start, entries = i + 1, 0
+    if start < len(outcome.changed):
+        out.append((start, len(outcome.changed)))
+    return out
 
 
 def install(shard: Any, now_ms: int, run: AssignorRun, outcome: JobResult | BaseException,
@@ -169,7 +177,7 @@ class ExecutorOffloader:
                 await self.runtime.write(
                     partition, lambda shard, now, part=part: install(shard, now, run, outcome,
                                                                      part),
-                    name="AssignorResult")
+                    name="AssignorResult", group_id=run.prepared.job.group_id)
         except CoordinatorError as exc:
             log.warning("assignor result not installed", group_id=run.prepared.job.group_id,
                         error=exc.code.name)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -44,11 +45,32 @@ class TargetResult:
     assign_ms: float = 0.0
 
 
+_IDS_CACHE_SIZE = 64
+_ids_cache: OrderedDict[int, tuple[Mapping[str, SubscribedTopic],
+                                   dict[tuple[str, ...], frozenset[uuid.UUID]]]] = OrderedDict()
+
+
 def subscribed_ids(member: ConsumerGroupMember,
                    metadata: Mapping[str, SubscribedTopic]) -> frozenset[uuid.UUID]:
-    """Ids of the member's subscribed topics that exist (per the subscription metadata)."""
-    found = (metadata.get(name) for name in member.subscribed_topic_names)
-    return frozenset(t.topic_id for t in found if t is not None)
+    """Ids of the member's subscribed topics that exist (per the subscription metadata).
+
+    Every heartbeat asks, and a large group's members subscribe to hundreds of topics from a
+    few distinct lists: answers are kept per subscription metadata object (replaced, never
+    changed in place, when the group's subscribed topics change) and topic list."""
+    names = member.subscribed_topic_names
+    entry = _ids_cache.get(id(metadata))
+    if entry is None or entry[0] is not metadata:
+        entry = (metadata, {})
+        _ids_cache[id(metadata)] = entry
+        if len(_ids_cache) > _IDS_CACHE_SIZE:
+            _ids_cache.popitem(last=False)
+    else:
+        _ids_cache.move_to_end(id(metadata))
+    ids = entry[1].get(names)
+    if ids is None:
+        found = (metadata.get(name) for name in names)
+        ids = entry[1][names] = frozenset(t.topic_id for t in found if t is not None)
+    return ids
 
 
 def build_target(group: ConsumerGroup, group_epoch: int, members: Mapping[str, ConsumerGroupMember],

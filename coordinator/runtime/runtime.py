@@ -4,17 +4,23 @@ Each coordinator partition is one asyncio task draining its queue, so events for
 one at a time and in order. A write event calls a pure handler; its records are appended to the
 partition's log (one all-or-nothing batch), replayed into the shard, and its response is sent only
 once the log is durable past them. Reads and record-less writes wait for the records applied
-before them, so no answer ever reveals state the log does not hold. A failed append leaves the
-shard untouched (records are applied only after they are written) and the request gets
-NOT_COORDINATOR; a failed fsync fails every waiting request and reloads the partition from disk.
+before them, so no answer ever reveals state the log does not hold. An event that says which
+group it is about (``group_id``: it reads and writes only that group's state) waits only for
+that group's records and for records written by events that named no group, so a group sharing
+a partition with a busy one is not made to wait for the busy group's fsyncs. A failed append
+leaves the shard untouched (records are applied only after they are written) and the request
+gets NOT_COORDINATOR; a failed fsync fails every waiting request and reloads the partition
+from disk.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import heapq
+import itertools
+import os
 import time
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
@@ -34,6 +40,9 @@ from .result import Pending, Result
 from .timers import TimerQueue
 
 log = get_logger("coordinator.runtime")
+
+SLOW_EVENT_MS = float(os.environ.get("COORDINATOR_SLOW_EVENT_MS", "100"))
+"""An event that holds the event loop this long is logged (it delayed every group)."""
 
 
 class Shard(Protocol):
@@ -65,6 +74,8 @@ class _Event:
     future: asyncio.Future[Any] | None
     enqueued: float = field(default_factory=time.perf_counter)
     name: str = "request"
+    group_id: str | None = None
+    records: int = 0  # what the event wrote (for the slow-event log)
 
 
 class _Partition:
@@ -76,7 +87,9 @@ class _Partition:
         self.queue: asyncio.Queue[_Event] = asyncio.Queue()
         self.appended = 0  # next offset to be written
         self.durable = 0  # offsets below this are fsynced
-        self.waiters: deque[tuple[int, asyncio.Future[Any], Any]] = deque()
+        self.appended_by_group: dict[str, int] = {}  # end of each group's last records
+        self.appended_unkeyed = 0  # end of the last records of an event that named no group
+        self.waiters: list[tuple[int, int, asyncio.Future[Any], Any]] = []  # a heap
         self.pending: dict[Any, asyncio.Future[Any]] = {}  # delayed answers by key
         self.failure: str | None = None
         self.load_time_ms: float | None = None
@@ -88,7 +101,8 @@ class CoordinatorRuntime:
                  shard_factory: Callable[[int], Shard], clock: Clock, *,
                  segment_bytes: int = 100 * 1024 * 1024, max_bytes: int | None = None,
                  flush_interval_ms: int = 0, timer_tick_ms: int = 50,
-                 event_listener: EventListener | None = None) -> None:
+                 event_listener: EventListener | None = None,
+                 slow_event_ms: float = SLOW_EVENT_MS) -> None:
         self.log_dir = Path(log_dir)
         self.num_partitions = num_partitions
         self.shard_factory = shard_factory
@@ -98,11 +112,13 @@ class CoordinatorRuntime:
         self.flush_interval_ms = flush_interval_ms
         self.timer_tick_ms = timer_tick_ms
         self.event_listener = event_listener
+        self.slow_event_ms = slow_event_ms
         self.partitions = [_Partition(i) for i in range(num_partitions)]
         self._dirty: set[_Partition] = set()
         self._dirty_event = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._loaded = asyncio.Event()
+        self._waiter_seq = itertools.count()
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self, *, drive_timers: bool = True) -> None:
@@ -195,22 +211,39 @@ class CoordinatorRuntime:
             raise not_available(index, partition.failure or partition.state.value)
         return partition
 
-    async def write(self, index: int, handler: WriteHandler, name: str = "request") -> Any:
+    async def write(self, index: int, handler: WriteHandler, name: str = "request",
+                    group_id: str | None = None) -> Any:
         """Run ``handler(shard, now)`` on the partition; its records are written, applied, and
-        its response returned once durable."""
-        return await self._submit(index, True, handler, name)
+        its response returned once durable. ``group_id``: the handler touches only this
+        group's state (see the module's docstring)."""
+        return await self._submit(index, True, handler, name, group_id)
 
-    async def read(self, index: int, handler: ReadHandler, name: str = "request") -> Any:
+    async def read(self, index: int, handler: ReadHandler, name: str = "request",
+                   group_id: str | None = None) -> Any:
         """Run ``handler(shard, now)`` for its response; answered once everything applied
-        before it is durable."""
-        return await self._submit(index, False, handler, name)
+        before it (only ``group_id``'s records, if given) is durable."""
+        return await self._submit(index, False, handler, name, group_id)
 
     async def _submit(self, index: int, write: bool, handler: Callable[[Any, int], Any],
-                      name: str) -> Any:
+                      name: str, group_id: str | None) -> Any:
+        return await self.submit(index, write, handler, name, group_id)
+
+    def submit(self, index: int, write: bool, handler: Callable[[Any, int], Any],
+               name: str = "request", group_id: str | None = None) -> asyncio.Future[Any]:
+        """The event's answer as a future. When the partition has nothing queued, the event
+        runs now, in the caller's turn of the event loop (no hop through the processor task),
+        and the future may be done already: a heartbeat that writes nothing is answered
+        without ever suspending. Otherwise it is queued behind the others, in order."""
         partition = self._active(index)
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        partition.queue.put_nowait(_Event(write, handler, future, name=name))
-        return await future
+        event = _Event(write, handler, future, name=name, group_id=group_id)
+        if not partition.queue.empty():
+            partition.queue.put_nowait(event)
+        elif not self._execute(partition, event):
+            # Reloading takes the processor; until it runs, the queue is not empty, so later
+            # events wait behind the reload instead of running on the broken state.
+            partition.queue.put_nowait(_Event(True, _RELOAD, None, name="an event failed"))
+        return future
 
     def queue_size(self, index: int) -> int:
         return self.partitions[index].queue.qsize()
@@ -218,19 +251,38 @@ class CoordinatorRuntime:
     # ------------------------------------------------------------------ the processor
     async def _process(self, partition: _Partition) -> None:
         while True:
+            if not partition.queue.empty():
+                # ``get`` would not yield with events queued: let the other partitions and the
+                # connections run between two events, so a backlog here stalls nobody else.
+                await asyncio.sleep(0)
             event = await partition.queue.get()
-            started = time.perf_counter()
-            try:
-                self._run_event(partition, event)
-            except Exception:  # a bug in a handler or replay: the partition is rebuilt from disk
-                log.exception("event failed; reloading the partition", partition=partition.index,
-                              event_name=event.name)
-                _fail(event.future, CoordinatorError(ErrorCode.unknown_server_error))
+            if event.handler is _RELOAD:
+                await self._reload(partition, event.name)
+            elif not self._execute(partition, event):
                 await self._reload(partition, "an event failed")
-            if self.event_listener is not None:
-                finished = time.perf_counter()
-                self.event_listener(partition.index, (started - event.enqueued) * 1000.0,
-                                    (finished - started) * 1000.0)
+
+    def _execute(self, partition: _Partition, event: _Event) -> bool:
+        """Run one event; False if it failed (a bug in a handler or replay: the caller has the
+        partition rebuilt from disk)."""
+        started = time.perf_counter()
+        ok = True
+        try:
+            self._run_event(partition, event)
+        except Exception:
+            log.exception("event failed; reloading the partition", partition=partition.index,
+                          event_name=event.name)
+            _fail(event.future, CoordinatorError(ErrorCode.unknown_server_error))
+            ok = False
+        processing_ms = (time.perf_counter() - started) * 1000.0
+        if processing_ms >= self.slow_event_ms:
+            log.warning("slow coordinator event: every group waited for it",
+                        partition=partition.index, event_name=event.name,
+                        group_id=event.group_id, records=event.records,
+                        processing_ms=round(processing_ms, 1))
+        if self.event_listener is not None:
+            self.event_listener(partition.index, (started - event.enqueued) * 1000.0,
+                                processing_ms)
+        return ok
 
     def _run_event(self, partition: _Partition, event: _Event) -> None:
         if event.future is not None and event.future.done():
@@ -245,9 +297,10 @@ class CoordinatorRuntime:
             _fail(event.future, exc)
             return
         if not event.write:
-            self._answer_when_durable(partition, event.future, outcome)
+            self._answer_when_durable(partition, event.future, outcome, event.group_id)
             return
         assert isinstance(outcome, Result), f"write handler returned {type(outcome)}"
+        event.records = len(outcome.records)
         if outcome.records and not self._append(partition, outcome.records, now, event):
             return
         if outcome.effect is not None:
@@ -255,7 +308,7 @@ class CoordinatorRuntime:
         for key, response in outcome.completions:
             waiting = partition.pending.pop(key, None)
             if waiting is not None:
-                self._answer_when_durable(partition, waiting, response)
+                self._answer_when_durable(partition, waiting, response, event.group_id)
         if isinstance(outcome.response, Pending):
             replaced = partition.pending.pop(outcome.response.key, None)
             _fail(replaced, CoordinatorError(ErrorCode.unknown_member_id,
@@ -263,7 +316,7 @@ class CoordinatorRuntime:
             if event.future is not None:
                 partition.pending[outcome.response.key] = event.future
             return
-        self._answer_when_durable(partition, event.future, outcome.response)
+        self._answer_when_durable(partition, event.future, outcome.response, event.group_id)
 
     def _append(self, partition: _Partition, records: Any, now: int, event: _Event) -> bool:
         assert partition.log is not None
@@ -279,19 +332,25 @@ class CoordinatorRuntime:
         for offset, (key, value) in enumerate(records, start=base):
             partition.shard.replay(offset, key, value)
         partition.appended = last + 1
+        if event.group_id is None:
+            partition.appended_unkeyed = last + 1
+        else:
+            partition.appended_by_group[event.group_id] = last + 1
         self._dirty.add(partition)
         self._dirty_event.set()
         return True
 
     def _answer_when_durable(self, partition: _Partition, future: asyncio.Future[Any] | None,
-                             response: Any) -> None:
+                             response: Any, group_id: str | None = None) -> None:
         if future is None:
             return
-        if self.flush_interval_ms > 0 or partition.durable >= partition.appended:
+        needed = partition.appended if group_id is None else max(
+            partition.appended_unkeyed, partition.appended_by_group.get(group_id, 0))
+        if self.flush_interval_ms > 0 or partition.durable >= needed:
             if not future.done():
                 future.set_result(response)
             return
-        partition.waiters.append((partition.appended, future, response))
+        heapq.heappush(partition.waiters, (needed, next(self._waiter_seq), future, response))
 
     # ------------------------------------------------------------------ group commit
     async def _flush_loop(self) -> None:
@@ -331,13 +390,15 @@ class CoordinatorRuntime:
         partition.durable = max(partition.durable, durable)
         waiters = partition.waiters
         while waiters and waiters[0][0] <= partition.durable:
-            _, future, response = waiters.popleft()
+            _, _, future, response = heapq.heappop(waiters)
             if not future.done():
                 future.set_result(response)
+        if partition.durable >= partition.appended:
+            partition.appended_by_group.clear()  # everything is durable: nothing to remember
 
     def _fail_waiters(self, partition: _Partition, error: CoordinatorError) -> None:
-        while partition.waiters:
-            _, future, _ = partition.waiters.popleft()
+        waiters, partition.waiters = partition.waiters, []
+        for _, _, future, _ in waiters:
             _fail(future, error)
 
     def _fail_pending(self, partition: _Partition, error: CoordinatorError) -> None:
@@ -381,6 +442,11 @@ class CoordinatorRuntime:
     async def drain(self, index: int) -> None:
         """Wait until every event queued on the partition so far has run (tests)."""
         await self.read(index, lambda shard, now: None, name="drain")
+
+
+def _RELOAD(shard: Any, now: int) -> None:
+    """The marker event that makes the processor reload its partition."""
+    raise AssertionError("the reload marker is never run")
 
 
 def _fail(future: asyncio.Future[Any] | None, error: BaseException) -> None:

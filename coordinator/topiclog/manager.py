@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,7 @@ from .producers import ProducerIdManager
 log = get_logger("coordinator.topiclog")
 
 RETENTION_CHECK_INTERVAL_S = 30.0
+RETENTION_SLICE = 500
 _PARTITION_DIR_RE = re.compile(r"^(.+)-(\d+)$")
 
 
@@ -163,20 +164,33 @@ class TopicLogs:
         if self.flush_interval_ms > 0:
             self._tasks.append(asyncio.create_task(self._flush_loop()))
 
-    def enforce_retention(self) -> int:
-        deleted = 0
+    def _retention_pass(self) -> Iterator[int]:
+        """One retention pass over every partition, ``RETENTION_SLICE`` partitions at a time
+        (each topic's settings read once): yields the segments deleted by each slice."""
         now = self.now_ms()
-        for (name, _), plog in list(self._logs.items()):
-            topic = self.image.topic(name)
-            if topic is not None:
-                deleted += plog.delete_old_segments(now, self.log_config(topic))
-        return deleted
+        configs: dict[str, LogConfig | None] = {}
+        deleted = 0
+        for i, ((name, _), plog) in enumerate(list(self._logs.items()), start=1):
+            if name not in configs:
+                topic = self.image.topic(name)
+                configs[name] = None if topic is None else self.log_config(topic)
+            config = configs[name]
+            if config is not None and not plog.closed:
+                deleted += plog.delete_old_segments(now, config)
+            if i % RETENTION_SLICE == 0:
+                yield deleted
+                deleted = 0
+        yield deleted
+
+    def enforce_retention(self) -> int:
+        return sum(self._retention_pass())
 
     async def _retention_loop(self) -> None:
         while True:
             await asyncio.sleep(RETENTION_CHECK_INTERVAL_S)
             try:
-                self.enforce_retention()
+                for _ in self._retention_pass():
+                    await asyncio.sleep(0)  # 50,000 partitions must not stop the event loop
             except OSError:
                 log.exception("retention failed")
 
@@ -195,10 +209,10 @@ class TopicLogs:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
-        for plog in self._logs.values():
-            if not plog.closed:
+        for plog in list(self._logs.values()):
+            if plog.dirty and not plog.closed:  # logs with nothing unsynced are not reopened
                 with contextlib.suppress(OSError):
-                    plog.active.fsync()
+                    await plog.sync(plog.log_end_offset)
         self.close()
 
     def close(self) -> None:

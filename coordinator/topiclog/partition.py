@@ -6,6 +6,11 @@ offset. The high watermark is the log end offset (a single replica); the log sta
 first segment's base offset, moved by retention. Opening recovers a torn tail: the log is cut at
 the first batch that is truncated or fails its CRC, and later segments are deleted, as Kafka's
 log recovery does.
+
+Opening a partition with no segment files creates only its directory and ``partition.metadata``:
+the first segment file is created by the first append, and its directory entry is fsynced with
+the first fsync of its data. Segment files hold descriptors only while recently used (see
+:mod:`.segment`).
 """
 
 from __future__ import annotations
@@ -81,6 +86,7 @@ class PartitionLog:
         self.segments = segments  # oldest first; the last is the active one
         self.producers = ProducerState()
         self._durable = 0
+        self._dir_unsynced = False  # a segment file was created whose entry is not fsynced
         self._flushing: asyncio.Future[None] | None = None
         self.closed = False
 
@@ -96,7 +102,7 @@ class PartitionLog:
         plog = cls(topic, partition, directory, [])
         segments: list[Segment] = []
         for i, (base, path) in enumerate(found):
-            segment = Segment(base, path, path.stat().st_size)
+            segment = Segment(base, path, path.stat().st_size, exists=True)
             result = segment.scan(True, lambda h: plog.producers.update(h, h.base_offset))
             segments.append(segment)
             if result.error is None:
@@ -111,9 +117,8 @@ class PartitionLog:
                 later_path.unlink(missing_ok=True)
             segment.fsync()
             break
-        if not segments:
-            segments.append(Segment(0, directory / segment_name(0)))
-            fsync_dir(directory)
+        if not segments:  # created by the first append
+            segments.append(Segment(0, directory / segment_name(0), exists=False))
         plog.segments = segments
         plog._durable = plog.log_end_offset
         return plog
@@ -179,6 +184,8 @@ class PartitionLog:
         stored = read_header(data)
         if self.active.size > 0 and self.active.size + len(data) > config.segment_bytes:
             self._roll()
+        if not self.active.file.exists:
+            self._dir_unsynced = True
         self.active.append(data, stored.last_offset, stored.max_timestamp)
         self.producers.update(stored, base)
         return AppendResult(base, stored.last_offset, -1 if append_time is None else append_time,
@@ -189,8 +196,11 @@ class PartitionLog:
         segment never holds data an earlier one could lose."""
         self.active.fsync()
         base = self.log_end_offset
-        self.segments.append(Segment(base, self.directory / segment_name(base)))
+        segment = Segment(base, self.directory / segment_name(base), exists=False)
+        segment.file.create()
+        self.segments.append(segment)
         fsync_dir(self.directory)
+        self._dir_unsynced = False
 
     async def sync(self, upto: int) -> None:
         """Return once every offset below ``upto`` is fsynced (concurrent callers share one
@@ -203,11 +213,15 @@ class PartitionLog:
     async def _fsync_active(self) -> None:
         try:
             target = self.log_end_offset
-            fd = os.dup(self.active.file.fd)
-            try:
-                await asyncio.to_thread(os.fsync, fd)
-            finally:
-                os.close(fd)
+            directory = self.directory if self._dir_unsynced else None
+            fd = self.active.file.dup()  # the thread's own: evicting the cached one is harmless
+            if fd is not None:
+                try:
+                    await asyncio.to_thread(_fsync, fd, directory)
+                finally:
+                    os.close(fd)
+            if directory is not None:
+                self._dir_unsynced = False
             self._durable = max(self._durable, target)
         finally:
             self._flushing = None
@@ -338,6 +352,12 @@ class PartitionLog:
         """Close and remove the partition's directory (renamed first, as Kafka does)."""
         self.close()
         delete_directory(self.directory)
+
+
+def _fsync(fd: int, directory: Path | None) -> None:
+    os.fsync(fd)
+    if directory is not None:
+        fsync_dir(directory)
 
 
 def delete_directory(directory: Path) -> None:

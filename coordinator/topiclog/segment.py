@@ -3,20 +3,34 @@ of where each batch is (position, last offset, max timestamp).
 
 Files are named like Kafka's: ``<base offset, 20 digits>.log``. Writes reuse the coordinator
 store's ``ActiveSegment`` (pwrite at the tracked end; a failed write is truncated away).
+
+A partition may have many segments and a server many partitions, so a segment holds no file
+descriptor of its own: :data:`FILES`, one LRU for the process, keeps at most
+:data:`MAX_OPEN_SEGMENT_FILES` descriptors open and closes the least recently used one to open
+another (the next use reopens it, ``O_RDWR`` without truncating). A descriptor is used only
+while the cache's lock is held, so an eviction (from any thread) never closes one in use; an
+fsync in another thread goes through a ``dup`` of it. A new partition's first segment file is
+created by its first append, not before.
 """
 
 from __future__ import annotations
 
 import bisect
+import errno
 import os
+import threading
 from array import array
-from collections.abc import Callable
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from storage.segment import ActiveSegment
 
 from .batch import HEADER_SIZE, LOG_OVERHEAD, MAGIC_V2, BatchHeader, compute_crc, read_header
+
+MAX_OPEN_SEGMENT_FILES = 1024  # descriptors of topic segment files open at once, process-wide
 
 NO_TIMESTAMP = -1
 
@@ -27,11 +41,137 @@ class ScanResult:
     error: str | None
 
 
+class DescriptorCache:
+    """The open descriptors of segment files, least recently used first, at most ``capacity``."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self.lock = threading.Lock()  # not re-entrant: a lease inside a lease would deadlock
+        # rather than let its eviction close the outer lease's descriptor
+        self._open: OrderedDict[SegmentFile, None] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._open)
+
+    def resize(self, capacity: int) -> None:
+        """Change the cap (tests lower it); descriptors over it are closed at once."""
+        if capacity < 1:
+            raise ValueError(f"capacity must be at least 1, not {capacity}")
+        with self.lock:
+            self.capacity = capacity
+            while len(self._open) > capacity:
+                self._evict()
+
+    @contextmanager
+    def lease(self, file: SegmentFile, create: bool) -> Iterator[int]:
+        """An open descriptor of ``file``, valid inside the ``with`` block only."""
+        with self.lock:
+            yield self._descriptor(file, create)
+
+    def _descriptor(self, file: SegmentFile, create: bool) -> int:
+        if file.fd >= 0:
+            self._open.move_to_end(file)
+            return file.fd
+        if file.closed:
+            raise OSError(errno.EBADF, "segment file is closed", str(file.path))
+        while len(self._open) >= self.capacity:
+            self._evict()
+        flags = os.O_RDWR | (os.O_CREAT if create else 0)
+        try:
+            fd = os.open(file.path, flags, 0o644)
+        except OSError as exc:
+            if exc.errno not in (errno.EMFILE, errno.ENFILE) or not self._open:
+                raise
+            self._evict()  # the process limit is below our cap: make room and try once more
+            fd = os.open(file.path, flags, 0o644)
+        file.fd = fd
+        file.exists = True
+        self._open[file] = None
+        return fd
+
+    def _evict(self) -> None:
+        victim, _ = self._open.popitem(last=False)
+        self._close(victim)
+
+    def forget(self, file: SegmentFile) -> None:
+        """Close ``file``'s descriptor if it has one open."""
+        with self.lock:
+            if file in self._open:
+                del self._open[file]
+                self._close(file)
+
+    @staticmethod
+    def _close(file: SegmentFile) -> None:
+        fd, file.fd = file.fd, -1
+        os.close(fd)
+
+
+FILES = DescriptorCache(MAX_OPEN_SEGMENT_FILES)
+
+
+class SegmentFile(ActiveSegment):
+    """A segment's file, opened on demand through :data:`FILES` (``fd`` is -1 while it is not
+    open). ``exists=False``: the file is not on disk yet; the first append creates it."""
+
+    def __init__(self, base_offset: int, path: Path, size: int, exists: bool) -> None:
+        super().__init__(base_offset, path, size, open_now=False)
+        self.exists = exists
+        self.closed = False
+
+    def lease(self, create: bool = False) -> AbstractContextManager[int]:
+        """An open descriptor, valid inside the ``with`` block (``create``: make the file if
+        it is not on disk)."""
+        return FILES.lease(self, create)
+
+    def create(self) -> None:
+        with self.lease(create=True):
+            pass
+
+    def append(self, data: bytes) -> None:
+        with self.lease(create=True) as fd:
+            self._append(fd, data)
+
+    def read(self, position: int, size: int) -> bytes:
+        if size <= 0 or not self.exists:
+            return b""
+        with self.lease() as fd:
+            return os.pread(fd, size, position)
+
+    def truncate(self, size: int) -> None:
+        with self.lease() as fd:
+            os.ftruncate(fd, size)
+        self.size = size
+
+    def dup(self) -> int | None:
+        """A descriptor of the caller's own (to fsync in another thread: eviction cannot close
+        it); None if the file was never created."""
+        if not self.exists:
+            return None
+        with self.lease() as fd:
+            return os.dup(fd)
+
+    def fsync(self) -> None:
+        fd = self.dup()
+        if fd is None:
+            return
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def close(self) -> None:
+        """Close the descriptor for good: a later use raises ``EBADF``, as a closed fd would."""
+        self.closed = True
+        FILES.forget(self)
+
+
 class Segment:
-    def __init__(self, base_offset: int, path: Path, size: int = 0) -> None:
+    def __init__(self, base_offset: int, path: Path, size: int = 0, *, exists: bool) -> None:
+        """``exists``: the file is on disk; if not, the first append creates it (or
+        ``self.file.create()``)."""
         self.base_offset = base_offset
         self.path = path
-        self.file = ActiveSegment(base_offset, path, size)
+        self.file = SegmentFile(base_offset, path, size, exists)
         self.positions = array("q")
         self.last_offsets = array("q")
         self.max_timestamps = array("q")
@@ -69,12 +209,19 @@ class Segment:
         return bisect.bisect_left(self.last_offsets, offset)
 
     def read(self, position: int, size: int) -> bytes:
-        return os.pread(self.file.fd, size, position)
+        return self.file.read(position, size)
 
     def scan(self, check_crc: bool,
              on_batch: Callable[[BatchHeader], None] | None = None) -> ScanResult:
         """Index every whole, valid batch from the start; stop at the first that is not."""
-        fd, size = self.file.fd, self.file.size
+        if self.file.size == 0:
+            return ScanResult(0, None)
+        with self.file.lease() as fd:
+            return self._scan(fd, check_crc, on_batch)
+
+    def _scan(self, fd: int, check_crc: bool,
+              on_batch: Callable[[BatchHeader], None] | None) -> ScanResult:
+        size = self.file.size
         pos = 0
         expected = self.base_offset
         while pos < size:

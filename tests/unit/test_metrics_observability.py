@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
+from dataclasses import replace
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from coordinator import observability, offsets
+from coordinator.groups.assignor_job import AssignorJob, pack_target, run_job
 from coordinator.groups.expiration import expire_offsets
 from coordinator.testing import ShardContext
 from metrics import Measurement
@@ -97,11 +99,16 @@ def test_partitions_moved() -> None:
 
 
 def test_offloaded_run_is_recorded(obs: observability.Observability) -> None:
-    job = SimpleNamespace(group_id="g", assignor="uniform", member_ids=("a", "b"),
-                          targets=(((0, frozenset({0, 1, 2, 3})),), None))
-    outcome = SimpleNamespace(assign_ms=7.5, changed=(("a", ((0, frozenset({0, 1})),)),
-                                                      ("b", ((0, frozenset({2, 3})),))))
-    observability.record_offloaded_run(job, outcome)
+    # "a" held all four partitions; the run gives two of them to the new member "b": the
+    # worker counts two moved (what "b" gets that its target did not have).
+    job = AssignorJob(group_id="g", group_epoch=3, assignor="uniform", topic_names=("t",),
+                      partition_counts=(4,), subscriptions=((0,),), member_ids=("a", "b"),
+                      instance_ids=(None, None), racks=(None, None),
+                      member_subscriptions=(0, 0),
+                      targets=(pack_target([(0, (0, 1, 2, 3))]), None))
+    outcome = run_job(job)
+    assert outcome.moved == 2 and len(outcome.changed) == 2
+    observability.record_offloaded_run(job, replace(outcome, assign_ms=7.5))
     assert obs.assignor_runs.labels("g", "uniform")._sum.get() == 7.5
     assert obs.partitions_moved.labels("g")._sum.get() == 2
 

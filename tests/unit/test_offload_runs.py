@@ -149,11 +149,11 @@ def test_a_failed_run_clears_the_mark_and_a_later_heartbeat_retries() -> None:
 
 
 def test_a_large_result_is_installed_in_chunks_with_the_epoch_last() -> None:
-    from coordinator.groups.offload import CHUNK_MEMBERS, chunks, install, run_inline
+    from coordinator.groups.offload import CHUNK_TOPIC_ENTRIES, chunks, install, run_inline
 
     ctx = context()
     ctx.create_topic("big", 200)
-    for i in range(CHUNK_MEMBERS + 8):
+    for i in range(CHUNK_TOPIC_ENTRIES + 8):  # one topic each: two chunks
         ctx.heartbeat(member_id=f"m{i}", topics=["big"])
     ctx.finish_runs()  # the first member's run
     ctx.heartbeat(member_id="m0", member_epoch=ctx.member("m0").member_epoch)

@@ -246,6 +246,74 @@ async def test_a_response_is_not_sent_before_its_records_are_fsynced(
     assert await asyncio.wait_for(empty, 5) == "empty"
 
 
+async def test_an_event_naming_its_group_waits_only_for_that_groups_records(
+        make_runtime: RuntimeFactory) -> None:
+    """A busy group's pending fsync holds back its own answers and those of events that name
+    no group, but not a request about another group of the same partition whose records are
+    already durable."""
+    runtime = await make_runtime()
+    await runtime.write(0, put("quiet", 0, 1), group_id="quiet")  # durable before the block
+    plog = runtime.partitions[0].log
+    assert plog is not None
+    original = plog.flush
+    entered = threading.Event()
+    release = threading.Event()
+
+    def blocked_flush() -> int:
+        entered.set()
+        assert release.wait(10), "the test never released the flush"
+        return original()
+
+    plog.flush = blocked_flush  # type: ignore[method-assign]
+    try:
+        busy = asyncio.ensure_future(runtime.write(0, put("busy", 0, 7, "busy"),
+                                                   group_id="busy"))
+        await until(entered.is_set, message="the busy group's flush to start")
+        quiet_read = await asyncio.wait_for(runtime.read(0, get("quiet", 0), group_id="quiet"),
+                                            5)
+        quiet_heartbeat = await asyncio.wait_for(runtime.write(
+            0, lambda s, now: Result((), "alive"), group_id="quiet"), 5)
+        assert (quiet_read, quiet_heartbeat) == (1, "alive")
+        busy_read = asyncio.ensure_future(runtime.read(0, get("busy", 0), group_id="busy"))
+        anyone = asyncio.ensure_future(runtime.read(0, get("quiet", 0)))  # names no group
+        await until(lambda: runtime.queue_size(0) == 0, message="partition 0 to run its queue")
+        assert not busy.done() and not busy_read.done() and not anyone.done()
+    finally:
+        release.set()
+    assert await asyncio.wait_for(busy, 5) == "busy"
+    assert await asyncio.wait_for(busy_read, 5) == 7
+    assert await asyncio.wait_for(anyone, 5) == 1
+
+
+async def test_an_unkeyed_write_holds_back_every_groups_answers(
+        make_runtime: RuntimeFactory) -> None:
+    """Records of an event that named no group (a timer, an admin request) may touch any
+    group: until they are durable, no group's answer goes out."""
+    runtime = await make_runtime()
+    plog = runtime.partitions[0].log
+    assert plog is not None
+    original = plog.flush
+    entered = threading.Event()
+    release = threading.Event()
+
+    def blocked_flush() -> int:
+        entered.set()
+        assert release.wait(10), "the test never released the flush"
+        return original()
+
+    plog.flush = blocked_flush  # type: ignore[method-assign]
+    try:
+        unkeyed = asyncio.ensure_future(runtime.write(0, put("g", 0, 3, "unkeyed")))
+        await until(entered.is_set, message="the flush to start")
+        keyed = asyncio.ensure_future(runtime.read(0, get("g", 0), group_id="other"))
+        await until(lambda: runtime.queue_size(0) == 0, message="partition 0 to run its queue")
+        assert not unkeyed.done() and not keyed.done()
+    finally:
+        release.set()
+    assert await asyncio.wait_for(unkeyed, 5) == "unkeyed"
+    assert await asyncio.wait_for(keyed, 5) == 3
+
+
 async def test_a_failed_fsync_fails_the_waiting_requests_and_reloads_the_partition(
         make_runtime: RuntimeFactory, tmp_path: Path) -> None:
     runtime = await make_runtime()
@@ -350,13 +418,15 @@ async def test_timers_fire_in_virtual_time_as_write_events(
 async def test_a_timer_event_queues_behind_the_requests_before_it(
         make_runtime: RuntimeFactory) -> None:
     """Timers arrive as events on the partition's queue: one that comes due while requests are
-    queued runs after them, never in between or before."""
+    queued runs after them, never in between or before (and requests arriving behind a queued
+    timer wait for it rather than run at once)."""
     clock = ManualClock(0)
     runtime = await make_runtime(clock=clock)
     order: list[str] = []
 
     def arm(state: FakeShard, now: int) -> Result:
-        state.timers.schedule("t", now + 10, lambda s, n: order.append("timer") or Result())
+        state.timers.schedule("a", now + 10, lambda s, n: order.append("timer a") or Result())
+        state.timers.schedule("b", now + 20, lambda s, n: order.append("timer b") or Result())
         return Result((), None)
 
     await runtime.write(0, arm)
@@ -364,14 +434,46 @@ async def test_a_timer_event_queues_behind_the_requests_before_it(
     def request(i: int) -> Callable[[Any, int], Result]:
         return lambda s, n: order.append(f"request {i}") or Result([record("g", 0, i)], i)
 
-    writes = [asyncio.ensure_future(runtime.write(0, request(i))) for i in range(3)]
-    await asyncio.sleep(0)  # the requests are queued; the processor has not run them yet
-    assert runtime.queue_size(0) == 3 and order == []
+    clock.advance(10)
+    assert runtime.fire_due_timers() == 1
+    writes = [runtime.submit(0, True, request(i)) for i in range(3)]
+    assert runtime.queue_size(0) == 4 and order == []  # all behind timer a
     clock.advance(10)
     assert runtime.fire_due_timers() == 1
     assert await asyncio.wait_for(asyncio.gather(*writes), 5) == [0, 1, 2]
     await runtime.drain(0)
-    assert order == ["request 0", "request 1", "request 2", "timer"]
+    assert order == ["timer a", "request 0", "request 1", "request 2", "timer b"]
+
+
+async def test_an_idle_partition_runs_an_event_at_once_and_answers_without_waiting(
+        make_runtime: RuntimeFactory) -> None:
+    """No hop through the processor: with nothing queued, the event runs in the caller's turn,
+    and one that writes nothing (about a group whose records are durable) is answered then."""
+    runtime = await make_runtime()
+    await runtime.write(0, put("g", 0, 5), group_id="g")
+    answer = runtime.submit(0, False, get("g", 0), group_id="g")
+    assert answer.done() and answer.result() == 5
+    written = runtime.submit(0, True, put("g", 0, 6, "six"), group_id="g")
+    assert shard(runtime, 0).data[("g", 0)] == 6  # applied already
+    assert not written.done()  # answered once fsynced
+    assert await asyncio.wait_for(written, 5) == "six"
+
+
+async def test_a_failing_event_run_at_once_has_the_partition_reloaded_before_the_next(
+        make_runtime: RuntimeFactory) -> None:
+    runtime = await make_runtime()
+    await runtime.write(0, put("g", 0, 1))
+
+    def broken(state: FakeShard, now: int) -> Result:
+        raise RuntimeError("a bug")
+
+    failed = runtime.submit(0, True, broken)
+    assert failed.done() and runtime.queue_size(0) == 1  # the reload is queued
+    after = runtime.submit(0, False, get("g", 0))
+    assert not after.done()  # waits behind the reload instead of running on broken state
+    assert (await error_of(failed)) is ErrorCode.unknown_server_error
+    assert await asyncio.wait_for(after, 5) == 1
+    assert runtime.state(0) is PartitionState.ACTIVE
 
 
 # --------------------------------------------------------------------------- loading
