@@ -193,16 +193,23 @@ def subscription_after(group: ConsumerGroup, removed: Sequence[ConsumerGroupMemb
     if not group.subscribed_regex_counts and not any(
             m.subscribed_topic_regex for m in (*removed, *added)):
         counts = group.subscribed_topic_counts
-        delta: Counter[str] = Counter()
-        for member in removed:
-            delta.subtract(member.subscribed_topic_names)
-        for member in added:
-            delta.update(member.subscribed_topic_names)
         if all((counts.get(name, 0) > 0) == (counts.get(name, 0) + change > 0)
-               for name, change in delta.items()):
+               for name, change in _subscriber_changes(removed, added).items()):
             return group.subscription_metadata
     return subscription_metadata(_names_after(group, removed, added, resolution), env,
                                  group.subscription_metadata)
+
+
+def _subscriber_changes(removed: Iterable[ConsumerGroupMember],
+                        added: Iterable[ConsumerGroupMember]) -> Counter[str]:
+    """How many subscribers each topic gains (or loses) when ``removed`` leave and ``added``
+    join."""
+    delta: Counter[str] = Counter()
+    for member in removed:
+        delta.subtract(member.subscribed_topic_names)
+    for member in added:
+        delta.update(member.subscribed_topic_names)
+    return delta
 
 
 def _names_after(group: ConsumerGroup, removed: Iterable[ConsumerGroupMember],
@@ -213,13 +220,8 @@ def _names_after(group: ConsumerGroup, removed: Iterable[ConsumerGroupMember],
     own topics are counted again, not the group's whole table."""
     removed, added = list(removed), list(added)
     counts = group.subscribed_topic_counts
-    delta: Counter[str] = Counter()
-    for member in removed:
-        delta.subtract(member.subscribed_topic_names)
-    for member in added:
-        delta.update(member.subscribed_topic_names)
     names = set(counts)
-    for name, change in delta.items():
+    for name, change in _subscriber_changes(removed, added).items():
         if counts.get(name, 0) + change > 0:
             names.add(name)
         else:

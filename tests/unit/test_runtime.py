@@ -143,6 +143,25 @@ def shard(runtime: CoordinatorRuntime, index: int) -> FakeShard:
     return result
 
 
+def block_flush(runtime: CoordinatorRuntime, index: int) -> tuple[threading.Event,
+                                                                  threading.Event]:
+    """Make the partition's next fsyncs wait: ``entered`` is set when one starts, and it goes
+    on once the test sets ``release``."""
+    plog = runtime.partitions[index].log
+    assert plog is not None
+    original = plog.flush
+    entered = threading.Event()
+    release = threading.Event()
+
+    def blocked_flush() -> int:
+        entered.set()
+        assert release.wait(10), "the test never released the flush"
+        return original()
+
+    plog.flush = blocked_flush  # type: ignore[method-assign]
+    return entered, release
+
+
 # --------------------------------------------------------------------------- ordering
 async def test_writes_to_one_partition_are_applied_and_answered_in_submission_order(
         make_runtime: RuntimeFactory, tmp_path: Path) -> None:
@@ -218,18 +237,7 @@ async def test_a_failed_append_is_answered_with_not_coordinator_and_leaves_state
 async def test_a_response_is_not_sent_before_its_records_are_fsynced(
         make_runtime: RuntimeFactory) -> None:
     runtime = await make_runtime()
-    plog = runtime.partitions[0].log
-    assert plog is not None
-    original = plog.flush
-    entered = threading.Event()
-    release = threading.Event()
-
-    def blocked_flush() -> int:
-        entered.set()
-        assert release.wait(10), "the test never released the flush"
-        return original()
-
-    plog.flush = blocked_flush  # type: ignore[method-assign]
+    entered, release = block_flush(runtime, 0)
     try:
         write = asyncio.ensure_future(runtime.write(0, put("g", 0, 7, "written")))
         await until(lambda: shard(runtime, 0).data.get(("g", 0)) == 7, message="the apply")
@@ -253,18 +261,7 @@ async def test_an_event_naming_its_group_waits_only_for_that_groups_records(
     already durable."""
     runtime = await make_runtime()
     await runtime.write(0, put("quiet", 0, 1), group_id="quiet")  # durable before the block
-    plog = runtime.partitions[0].log
-    assert plog is not None
-    original = plog.flush
-    entered = threading.Event()
-    release = threading.Event()
-
-    def blocked_flush() -> int:
-        entered.set()
-        assert release.wait(10), "the test never released the flush"
-        return original()
-
-    plog.flush = blocked_flush  # type: ignore[method-assign]
+    entered, release = block_flush(runtime, 0)
     try:
         busy = asyncio.ensure_future(runtime.write(0, put("busy", 0, 7, "busy"),
                                                    group_id="busy"))
@@ -290,18 +287,7 @@ async def test_an_unkeyed_write_holds_back_every_groups_answers(
     """Records of an event that named no group (a timer, an admin request) may touch any
     group: until they are durable, no group's answer goes out."""
     runtime = await make_runtime()
-    plog = runtime.partitions[0].log
-    assert plog is not None
-    original = plog.flush
-    entered = threading.Event()
-    release = threading.Event()
-
-    def blocked_flush() -> int:
-        entered.set()
-        assert release.wait(10), "the test never released the flush"
-        return original()
-
-    plog.flush = blocked_flush  # type: ignore[method-assign]
+    entered, release = block_flush(runtime, 0)
     try:
         unkeyed = asyncio.ensure_future(runtime.write(0, put("g", 0, 3, "unkeyed")))
         await until(entered.is_set, message="the flush to start")
