@@ -216,17 +216,13 @@ class CoordinatorRuntime:
         """Run ``handler(shard, now)`` on the partition; its records are written, applied, and
         its response returned once durable. ``group_id``: the handler touches only this
         group's state (see the module's docstring)."""
-        return await self._submit(index, True, handler, name, group_id)
+        return await self.submit(index, True, handler, name, group_id)
 
     async def read(self, index: int, handler: ReadHandler, name: str = "request",
                    group_id: str | None = None) -> Any:
         """Run ``handler(shard, now)`` for its response; answered once everything applied
         before it (only ``group_id``'s records, if given) is durable."""
-        return await self._submit(index, False, handler, name, group_id)
-
-    async def _submit(self, index: int, write: bool, handler: Callable[[Any, int], Any],
-                      name: str, group_id: str | None) -> Any:
-        return await self.submit(index, write, handler, name, group_id)
+        return await self.submit(index, False, handler, name, group_id)
 
     def submit(self, index: int, write: bool, handler: Callable[[Any, int], Any],
                name: str = "request", group_id: str | None = None) -> asyncio.Future[Any]:

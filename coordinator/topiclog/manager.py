@@ -35,7 +35,7 @@ from .producers import ProducerIdManager
 log = get_logger("coordinator.topiclog")
 
 RETENTION_CHECK_INTERVAL_S = 30.0
-RETENTION_SLICE = 500
+PARTITIONS_PER_TURN = 500  # a pass over every partition yields to the loop this often
 _PARTITION_DIR_RE = re.compile(r"^(.+)-(\d+)$")
 
 
@@ -165,7 +165,7 @@ class TopicLogs:
             self._tasks.append(asyncio.create_task(self._flush_loop()))
 
     def _retention_pass(self) -> Iterator[int]:
-        """One retention pass over every partition, ``RETENTION_SLICE`` partitions at a time
+        """One retention pass over every partition, ``PARTITIONS_PER_TURN`` partitions at a time
         (each topic's settings read once): yields the segments deleted by each slice."""
         now = self.now_ms()
         configs: dict[str, LogConfig | None] = {}
@@ -177,7 +177,7 @@ class TopicLogs:
             config = configs[name]
             if config is not None and not plog.closed:
                 deleted += plog.delete_old_segments(now, config)
-            if i % RETENTION_SLICE == 0:
+            if i % PARTITIONS_PER_TURN == 0:
                 yield deleted
                 deleted = 0
         yield deleted
@@ -198,7 +198,7 @@ class TopicLogs:
         while True:
             await asyncio.sleep(self.flush_interval_ms / 1000.0)
             for i, plog in enumerate(list(self._logs.values()), start=1):
-                if i % RETENTION_SLICE == 0:
+                if i % PARTITIONS_PER_TURN == 0:
                     await asyncio.sleep(0)  # a pass over 50,000 partitions takes turns
                 if plog.dirty and not plog.closed:
                     try:
