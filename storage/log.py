@@ -3,6 +3,11 @@
 Thread-safety: every method may be called from any thread; a lock serialises changes.
 :meth:`PartitionLog.flush` fsyncs *outside* the lock, so a flush running in a worker thread
 does not block :meth:`PartitionLog.append_batch` on the event loop.
+
+A log opened with ``defer_writes=True`` (the coordinator runtime's, when every answer waits for
+an fsync) keeps appended batches in memory and writes them in :meth:`PartitionLog.flush`, just
+before the fsync, on the flushing thread: the event loop then makes no write system call at all,
+and never waits for a ``pwrite`` that the kernel holds up behind another file's fsync.
 """
 
 from __future__ import annotations
@@ -73,6 +78,7 @@ class PartitionLog:
         active: ActiveSegment,
         next_offset: int,
         recovery: RecoveryInfo,
+        defer_writes: bool = False,
     ) -> None:
         self.partition = partition
         self.directory = directory
@@ -86,6 +92,12 @@ class PartitionLog:
         self._failed: str | None = None
         self._closed_flag = False
         self.compaction_lock = threading.Lock()  # one compaction at a time
+        self._defer_writes = defer_writes
+        # batches appended but not yet written (defer_writes): their bytes count in the size
+        # budget and in the active segment's logical end until they are on disk
+        self._unwritten: list[bytes] = []
+        self._unwritten_bytes = 0
+        self._write_lock = threading.Lock()  # one writer of the active segment at a time
 
     # ------------------------------------------------------------------ opening / recovery
 
@@ -98,11 +110,13 @@ class PartitionLog:
         *,
         budget: SizeBudget | None = None,
         topic: str = TOPIC,
+        defer_writes: bool = False,
     ) -> PartitionLog:
         """Open (creating if needed) ``<log_dir>/__consumer_offsets-<partition>`` and recover it.
 
         A torn or corrupt tail of the newest segment is truncated at the last whole batch (and
-        logged); any other damage raises :class:`CorruptLogError`.
+        logged); any other damage raises :class:`CorruptLogError`. With ``defer_writes`` appended
+        batches reach the file in :meth:`flush` (see the module's docstring).
         """
         if segment_bytes <= 0:
             raise ValueError("segment_bytes must be positive")
@@ -159,7 +173,8 @@ class PartitionLog:
         budget.add(total)
         elapsed_ms = (time.perf_counter() - started) * 1000
         recovery = RecoveryInfo(elapsed_ms, len(items) or 1, total, truncated, reason)
-        return cls(partition, directory, segment_bytes, budget, closed, active, expected, recovery)
+        return cls(partition, directory, segment_bytes, budget, closed, active, expected, recovery,
+                   defer_writes)
 
     # ------------------------------------------------------------------ writing
 
@@ -170,8 +185,9 @@ class PartitionLog:
 
     @property
     def size_bytes(self) -> int:
+        """Bytes the log holds, counting appended batches not written yet (their budget)."""
         with self._lock:
-            return sum(s.size for s in self._closed) + self._active.size
+            return sum(s.size for s in self._closed) + self._active.size + self._unwritten_bytes
 
     @property
     def failed(self) -> str | None:
@@ -183,8 +199,35 @@ class PartitionLog:
 
         Returns the offset of the last record. Does not fsync (see :meth:`flush`). On
         ``OSError`` (e.g. ENOSPC, EDQUOT, or :class:`StoreFullError` from the size cap) nothing
-        of the batch stays in the log and the error propagates.
+        of the batch stays in the log and the error propagates. With ``defer_writes`` the batch
+        is written by the next :meth:`flush`, unless it starts a new segment: then what is
+        pending is written, and the segment rolled, here.
         """
+        if self._defer_writes:
+            with self._lock:
+                last = self._defer(records, timestamp_ms)
+            if last is not None:
+                return last
+            with self._write_lock:  # rolling: the pending bytes go to the old segment first
+                self._write_unwritten()
+                return self._append_now(records, timestamp_ms)
+        return self._append_now(records, timestamp_ms)
+
+    def _defer(self, records: Sequence[Record], timestamp_ms: int) -> int | None:
+        """Keep the batch in memory; None (and nothing kept) if it must start a new segment."""
+        self._check_writable()
+        end = self._active.size + self._unwritten_bytes
+        base = self._next_offset
+        data = encode_batch(base, timestamp_ms, records)
+        if end > 0 and end + len(data) > self.segment_bytes:
+            return None
+        self.budget.reserve(len(data))
+        self._unwritten.append(data)
+        self._unwritten_bytes += len(data)
+        self._next_offset = base + len(records)
+        return self._next_offset - 1
+
+    def _append_now(self, records: Sequence[Record], timestamp_ms: int) -> int:
         with self._lock:
             self._check_writable()
             base = self._next_offset
@@ -202,6 +245,32 @@ class PartitionLog:
                 raise
             self._next_offset = base + len(records)
             return self._next_offset - 1
+
+    def _write_unwritten(self) -> int:
+        """Write the batches kept in memory (the caller holds the write lock); returns the offset
+        up to which (exclusive) records are now in the file. A failed write leaves the log
+        refusing writes until it is reopened: the batches it lost are gone from memory too."""
+        with self._lock:
+            self._check_writable()
+            chunks, self._unwritten = self._unwritten, []
+            written_to = self._next_offset
+            active = self._active
+        if not chunks:
+            return written_to
+        data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        try:
+            active.write_at_end(active.fd, data)  # close() waits for the write lock
+        except (OSError, LogFailedError) as exc:
+            with self._lock:
+                self._failed = (f"partition {self.partition}: a deferred write failed ({exc}); "
+                                "reopen the log to recover")
+            log.error("log_write_failed", partition=self.partition, bytes=len(data),
+                      error=str(exc))
+            raise
+        with self._lock:
+            active.size += len(data)
+            self._unwritten_bytes -= len(data)
+        return written_to
 
     def _check_writable(self) -> None:
         if self._closed_flag:
@@ -227,12 +296,14 @@ class PartitionLog:
         self._active = new
 
     def flush(self) -> int:
-        """fsync what was appended so far; returns the offset up to which (exclusive) records
-        are now durable. The fsync runs without holding the log's lock."""
-        with self._lock:
-            self._check_writable()
-            durable = self._next_offset
-            fd = os.dup(self._active.fd)
+        """Write (``defer_writes``) and fsync what was appended so far; returns the offset up
+        to which (exclusive) records are now durable. The fsync runs without holding the log's
+        lock."""
+        with self._write_lock:
+            durable = self._write_unwritten()
+            with self._lock:
+                self._check_writable()
+                fd = os.dup(self._active.fd)
         try:
             os.fsync(fd)
         finally:
@@ -303,8 +374,12 @@ class PartitionLog:
     # ------------------------------------------------------------------ closing
 
     def close(self) -> None:
-        with self._lock:
+        """Close the files. Batches appended but not written (``defer_writes``) are dropped:
+        call :meth:`flush` first to keep them. Waits for a write in progress on another
+        thread."""
+        with self._write_lock, self._lock:
             if not self._closed_flag:
+                self._unwritten = []
                 self._active.close()
                 self._closed_flag = True
 

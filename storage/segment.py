@@ -144,6 +144,12 @@ class ActiveSegment:
 
     def _append(self, fd: int, data: bytes) -> None:
         """:meth:`append` through ``fd``, an open descriptor of this segment's file."""
+        self.write_at_end(fd, data)
+        self.size += len(data)
+
+    def write_at_end(self, fd: int, data: bytes) -> None:
+        """Write ``data`` at :attr:`size` without moving :attr:`size` (the caller does, when it
+        is ready to have readers see the bytes). Errors as :meth:`append`."""
         start = self.size
         view = memoryview(data)
         written = 0
@@ -162,7 +168,6 @@ class ActiveSegment:
                     f"truncated away ({trunc_exc}); reopen the log to recover"
                 ) from exc
             raise
-        self.size = start + len(data)
 
     def truncate(self, size: int) -> None:
         os.ftruncate(self.fd, size)

@@ -29,6 +29,7 @@ from typing import Any, Protocol
 
 from protocol import ErrorCode
 from storage.budget import SizeBudget
+from storage.errors import StorageError
 from storage.log import PartitionLog
 from storage.records import decode_record, encode_record
 
@@ -144,7 +145,7 @@ class CoordinatorRuntime:
                              return_exceptions=True)
         for partition in self.partitions:
             if partition.log is not None:
-                with contextlib.suppress(OSError, ValueError):
+                with contextlib.suppress(OSError, ValueError, StorageError):
                     if partition.state is PartitionState.ACTIVE:
                         partition.log.flush()
                 partition.log.close()
@@ -183,7 +184,9 @@ class CoordinatorRuntime:
 
     def _open_and_replay(self, index: int) -> tuple[PartitionLog, Any, float, int]:
         started = time.perf_counter()
-        plog = PartitionLog.open(self.log_dir, index, self.segment_bytes, budget=self.budget)
+        # every answer waits for an fsync: batches are written by the flushing thread, not here
+        plog = PartitionLog.open(self.log_dir, index, self.segment_bytes, budget=self.budget,
+                                 defer_writes=self.flush_interval_ms == 0)
         shard = self.shard_factory(index)
         count = 0
         try:
@@ -319,7 +322,7 @@ class CoordinatorRuntime:
         encoded = [encode_record(key, value) for key, value in records]
         try:
             last = partition.log.append_batch(encoded, now)
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, StorageError) as exc:
             log.error("coordinator write failed", partition=partition.index,
                       event_name=event.name, records=len(encoded), error=str(exc))
             _fail(event.future, write_failed(partition.index, str(exc)))
@@ -372,7 +375,7 @@ class CoordinatorRuntime:
         assert plog is not None
         try:
             durable = await asyncio.to_thread(plog.flush)
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, StorageError) as exc:
             if partition.log is not plog:
                 return  # reloaded meanwhile
             log.error("coordinator fsync failed", partition=partition.index, error=str(exc))

@@ -137,6 +137,13 @@ class KafkaPythonMember(ThreadMember):
             partition_assignment_strategy=[kafka_python_assignor(self.strategy)])
         try:
             consumer.subscribe([self.topic], listener=Listener())
+            # kafka-python 3.0.12 loses a join's result when a poll times out while a rejoin
+            # it started for a metadata change is in flight (need_rejoin() turns False once the
+            # leader's assignment snapshot matches, so nothing awaits the finished join: the
+            # member never applies its assignment and its session expires). Its first join
+            # otherwise runs before the subscribed topic's metadata arrives and is followed by
+            # exactly such a rejoin; a blocking metadata fetch now makes the first join final.
+            consumer.topics()
             while not self.stopping:
                 consumer.poll(timeout_ms=100)
                 while self.commits:
