@@ -23,7 +23,7 @@ log = get_logger("coordinator.server")
 _SIZE = struct.Struct(">i")
 MAX_IN_FLIGHT = 64
 CLOSE_GRACE_S = 10.0
-TURN_REQUESTS = 8  # pipelined requests answered at once before other connections get a turn
+TURN_REQUESTS = 2  # pipelined requests handled at once before other connections get a turn
 _END = object()
 
 
@@ -73,7 +73,7 @@ class Connection:
         max_bytes = self.server.max_request_bytes
         idle_seconds = self.server.idle_ms / 1000.0
         dispatcher = self.server.dispatcher
-        answered_in_a_row = 0
+        dispatched_in_turn = 0
         while True:
             try:
                 async with asyncio.timeout(idle_seconds):
@@ -98,20 +98,20 @@ class Connection:
                 self._log_close(frame, str(exc))
                 raise
             if not isinstance(response, bytes):
-                response = asyncio.ensure_future(response)
+                await self.pending.put(asyncio.ensure_future(response))
             elif self._can_write_now():
-                # Answered already and nothing owed before it: straight to the socket. Such a
-                # request never suspends this loop, so a client pipelining many of them is made
-                # to take turns with the other connections.
+                # Answered already and nothing owed before it: straight to the socket.
                 if response:
                     self.writer.write(response)
-                answered_in_a_row += 1
-                if answered_in_a_row >= TURN_REQUESTS:
-                    answered_in_a_row = 0
-                    await asyncio.sleep(0)
-                continue
-            answered_in_a_row = 0
-            await self.pending.put(response)
+            else:
+                await self.pending.put(response)
+            # Reading buffered frames never suspends this loop: a client pipelining many
+            # requests is made to take turns with the other connections, so that the requests
+            # of every connection that became readable meanwhile wait for at most a turn each.
+            dispatched_in_turn += 1
+            if dispatched_in_turn >= TURN_REQUESTS:
+                dispatched_in_turn = 0
+                await asyncio.sleep(0)
 
     def _can_write_now(self) -> bool:
         return (not self._writing and self.pending.empty()

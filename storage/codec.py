@@ -194,6 +194,14 @@ def uuid_from_bytes(b: bytes) -> uuid.UUID:
 # code generation
 
 
+class EncodedOnce(tuple):  # type: ignore[type-arg]
+    """A tuple of structs, for an array field, that keeps its encoding after it is first
+    encoded: an array written again and again unchanged (a consumer group member's partitions,
+    at each epoch bump) is encoded once. Equal to, and decoded as, a plain tuple."""
+
+    encoded: bytes | None = None
+
+
 class _Gen:
     def __init__(self) -> None:
         self.lines: list[str] = []
@@ -205,6 +213,7 @@ class _Gen:
             "_pack": struct.pack,
             "_Err": RecordDecodeError,
             "_tuple": tuple,
+            "_Once": EncodedOnce,
         }
         self.counter = 0
 
@@ -266,13 +275,20 @@ def _enc_value(g: _Gen, ind: int, kind: Kind, expr: str) -> None:
     elif isinstance(kind, Array):
         seq = g.tmp("seq")
         g.emit(ind, f"{seq} = {expr}")
-        _enc_len(g, ind, f"len({seq})")
         if kind.elem.fmt is not None:
+            _enc_len(g, ind, f"len({seq})")
             g.emit(ind, f"out += _pack('>%d{kind.elem.fmt}' % len({seq}), *{seq})")
         else:
             e = g.tmp("e")
-            g.emit(ind, f"for {e} in {seq}:")
-            _enc_value(g, ind + 1, kind.elem, e)
+            start = g.tmp("start")
+            g.emit(ind, f"if type({seq}) is _Once and {seq}.encoded is not None:")
+            g.emit(ind + 1, f"out += {seq}.encoded")
+            g.emit(ind, "else:")
+            g.emit(ind + 1, f"{start} = len(out)")
+            _enc_len(g, ind + 1, f"len({seq})")
+            g.emit(ind + 1, f"for {e} in {seq}:")
+            _enc_value(g, ind + 2, kind.elem, e)
+            g.emit(ind + 1, f"if type({seq}) is _Once: {seq}.encoded = bytes(out[{start}:])")
     elif isinstance(kind, NStruct):
         enc = g.const(kind.cls._codec_encode_body, "enc")
         v = g.tmp("v")

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..groups.assignment_forms import by_topic_id
 from ..groups.consumer_describe import GroupDescription, describe
 from ..groups.consumer_env import env_for
 from ..groups.consumer_model import Assignment
-from ..groups.consumer_records import by_topic_id
 from ..runtime import CoordinatorError
 from .context import RequestContext
 

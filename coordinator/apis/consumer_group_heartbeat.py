@@ -7,9 +7,9 @@ import datetime
 import uuid
 from typing import Any
 
+from ..groups.assignment_forms import by_topic_id
 from ..groups.consumer import HeartbeatRequest, HeartbeatResponse, heartbeat, validate
 from ..groups.consumer_env import ConsumerGroupEnv, env_for
-from ..groups.consumer_records import by_topic_id
 from ..runtime import CoordinatorError
 from .context import RequestContext
 

@@ -81,6 +81,9 @@ BROKER_CONFIGS: tuple[ConfigDef, ...] = (
               "The maximum size of a single log file.", at_least=14),
     ConfigDef("log.retention.ms", LONG, 604800000,
               "The number of milliseconds to keep a log file before deleting it."),
+    ConfigDef("log.retention.check.interval.ms", LONG, 300000,
+              "The frequency in milliseconds that the log cleaner checks whether any log is "
+              "eligible for deletion.", at_least=1),
     ConfigDef("auto.create.topics.enable", BOOL, True,
               "Enable auto creation of topic on the server."),
     ConfigDef("delete.topic.enable", BOOL, True, "Enables delete topic."),

@@ -579,7 +579,7 @@ def heartbeat(shard: Any, now_ms: int, env: ConsumerGroupEnv,
                            subscribed_ids(consumer_regex.with_regex_topics(updated, resolution),
                                           metadata))
     if is_new or reconciled != updated or replaced is not None:
-        out.append(records.current_assignment(gid, reconciled))
+        out.append(records.current_assignment(gid, reconciled, group.assignment_forms))
     if reconciled != updated:
         if reconciled.state is MemberState.UNREVOKED_PARTITIONS:
             schedule_rebalance_timeout(shard, env, gid, reconciled, now_ms)
@@ -594,7 +594,8 @@ def heartbeat(shard: Any, now_ms: int, env: ConsumerGroupEnv,
         request.rebalance_timeout_ms != -1 and request.owned is not None
         and (request.subscribed_topic_names is not None
              or request.subscribed_topic_regex is not None))
-    changed = reconciled.assigned_partitions != member.assigned_partitions
+    changed = (reconciled.assigned_partitions is not member.assigned_partitions
+               and reconciled.assigned_partitions != member.assigned_partitions)
     return Result(out, HeartbeatResponse(
         reconciled.member_id, reconciled.member_epoch, own.heartbeat_interval_ms,
         reconciled.assigned_partitions if full or changed else None), completions,

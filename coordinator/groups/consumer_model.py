@@ -17,12 +17,12 @@ from typing import Any
 
 from protocol import ErrorCode
 
+from .assignment_forms import EMPTY, AssignmentForms
 from .assignor_job import TargetIndexCache
 
 Assignment = Mapping[uuid.UUID, frozenset[int]]
 """Partitions by topic id; topics with no partition are left out."""
 
-EMPTY: Assignment = {}
 
 LEAVE_GROUP_MEMBER_EPOCH = -1
 LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
@@ -49,17 +49,6 @@ class GroupState(StrEnum):
     RECONCILING = "Reconciling"
     STABLE = "Stable"
     DEAD = "Dead"
-
-
-def assignment_of(pairs: Iterable[tuple[uuid.UUID, Iterable[int]]]) -> dict[uuid.UUID,
-                                                                          frozenset[int]]:
-    """An assignment from (topic id, partitions) pairs, merging repeats, dropping empties."""
-    out: dict[uuid.UUID, frozenset[int]] = {}
-    for topic_id, partitions in pairs:
-        merged = out.get(topic_id, frozenset()) | frozenset(partitions)
-        if merged:
-            out[topic_id] = merged
-    return out
 
 
 def is_subset(owned: Iterable[tuple[uuid.UUID, Iterable[int]]] | None,
@@ -163,9 +152,9 @@ class ConsumerGroup:
         """Instance id -> member id."""
         self.target: dict[str, Assignment] = {}
         """Target assignment by member id."""
-        self.partition_owners: dict[tuple[uuid.UUID, int], tuple[str, int]] = {}
-        """(topic id, partition) -> (member id, member epoch) of the member that owns it or has
-        yet to revoke it."""
+        self.partition_owners: dict[tuple[uuid.UUID, int], str] = {}
+        """(topic id, partition) -> id of the member that owns it or has yet to revoke it (the
+        partition's epoch is that member's epoch)."""
         self.subscribed_topic_counts: Counter[str] = Counter()
         self.subscribed_regex_counts: Counter[str] = Counter()
         """Regex -> how many members subscribe with it."""
@@ -175,6 +164,7 @@ class ConsumerGroup:
         """When the regexes were last resolved (the newest record's timestamp)."""
         self.assignor_run: int | None = None
         self.job_targets = TargetIndexCache()  # in memory only: speeds up offloaded jobs
+        self.assignment_forms = AssignmentForms()  # in memory only: unchanged = same object
         """The offloaded assignor run in flight (seed 000), if any: in memory, not a record."""
 
     # --- reads -------------------------------------------------------------------------------
@@ -192,7 +182,8 @@ class ConsumerGroup:
 
     def current_partition_epoch(self, topic_id: uuid.UUID, partition: int) -> int:
         owner = self.partition_owners.get((topic_id, partition))
-        return -1 if owner is None else owner[1]
+        member = None if owner is None else self.members.get(owner)
+        return -1 if member is None else member.member_epoch
 
     def effective_target(self, member_id: str) -> tuple[int, Assignment]:
         """(epoch, assignment) to reconcile towards: epoch 1 and nothing when no target was
@@ -287,6 +278,7 @@ class ConsumerGroup:
         old = self.members.pop(member_id, None)
         if old is None:
             return
+        self.assignment_forms.forget(member_id)
         self._count_topics(old.subscribed_topic_names, -1)
         self._count_regex(old.subscribed_topic_regex, -1)
         if old.instance_id is not None and self.static_members.get(old.instance_id) == member_id:
@@ -313,16 +305,22 @@ class ConsumerGroup:
 
     def set_partition_epochs(self, old: ConsumerGroupMember | None,
                              new: ConsumerGroupMember | None) -> None:
+        """Record which member owns (or has yet to revoke) each partition, as ``old`` becomes
+        ``new``. A member whose partitions are the same objects as before (an epoch bump: see
+        ``assignment_forms``) changes nothing: a partition's epoch is read from its owner."""
+        if (old is not None and new is not None and old.member_id == new.member_id
+                and old.assigned_partitions is new.assigned_partitions
+                and old.partitions_pending_revocation is new.partitions_pending_revocation):
+            return
+        owners = self.partition_owners
         if old is not None:
             for assignment in (old.assigned_partitions, old.partitions_pending_revocation):
                 for topic_id, partitions in assignment.items():
                     for p in partitions:
-                        owner = self.partition_owners.get((topic_id, p))
-                        if owner is not None and owner[0] == old.member_id:
-                            del self.partition_owners[(topic_id, p)]
+                        if owners.get((topic_id, p)) == old.member_id:
+                            del owners[(topic_id, p)]
         if new is not None:
             for assignment in (new.assigned_partitions, new.partitions_pending_revocation):
                 for topic_id, partitions in assignment.items():
                     for p in partitions:
-                        self.partition_owners[(topic_id, p)] = (new.member_id,
-                                                                new.member_epoch)
+                        owners[(topic_id, p)] = new.member_id

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterable
-from typing import Any
 
 from storage.records import (
     ClassicMemberMetadata,
@@ -22,22 +20,11 @@ from storage.records import (
     ConsumerGroupTargetAssignmentMetadataKey,
     ConsumerGroupTargetAssignmentMetadataValue,
     TopicMetadata,
-    TopicPartitions,
 )
 
 from ..runtime.result import Record
+from .assignment_forms import AssignmentForms, topic_partitions
 from .consumer_model import Assignment, ConsumerGroupMember, SubscribedTopic
-
-
-def topic_partitions(assignment: Assignment) -> tuple[TopicPartitions, ...]:
-    # By topic id (its integer: the order of the text form, without formatting each id).
-    return tuple(TopicPartitions(topic_id=topic_id, partitions=tuple(sorted(partitions)))
-                 for topic_id, partitions in sorted(assignment.items(), key=by_topic_id)
-                 if partitions)
-
-
-def by_topic_id(item: tuple[uuid.UUID, Any]) -> int:
-    return item[0].int
 
 
 def group_epoch(group_id: str, epoch: int) -> Record:
@@ -72,12 +59,17 @@ def member_metadata_tombstone(group_id: str, member_id: str) -> Record:
     return (ConsumerGroupMemberMetadataKey(group_id=group_id, member_id=member_id), None)
 
 
-def current_assignment(group_id: str, member: ConsumerGroupMember) -> Record:
+def current_assignment(group_id: str, member: ConsumerGroupMember,
+                       forms: AssignmentForms | None = None) -> Record:
+    """The member's current assignment record; with the group's ``forms`` an assignment that
+    did not change since the member's last record reuses that record's partition tuple."""
+    assigned = (topic_partitions(member.assigned_partitions) if forms is None
+                else forms.form(member.member_id, member.assigned_partitions))
     return (ConsumerGroupCurrentMemberAssignmentKey(group_id=group_id, member_id=member.member_id),
             ConsumerGroupCurrentMemberAssignmentValue(
                 member_epoch=member.member_epoch,
                 previous_member_epoch=member.previous_member_epoch, state=int(member.state),
-                assigned_partitions=topic_partitions(member.assigned_partitions),
+                assigned_partitions=assigned,
                 partitions_pending_revocation=topic_partitions(
                     member.partitions_pending_revocation)))
 
@@ -86,10 +78,14 @@ def current_assignment_tombstone(group_id: str, member_id: str) -> Record:
     return (ConsumerGroupCurrentMemberAssignmentKey(group_id=group_id, member_id=member_id), None)
 
 
-def target_member(group_id: str, member_id: str, assignment: Assignment) -> Record:
+def target_member(group_id: str, member_id: str, assignment: Assignment,
+                  forms: AssignmentForms | None = None) -> Record:
+    """A member's target assignment record; with the group's ``forms`` its replay gives back
+    ``assignment`` itself (and a current assignment record of the same object shares its
+    partition tuple)."""
+    form = topic_partitions(assignment) if forms is None else forms.form(member_id, assignment)
     return (ConsumerGroupTargetAssignmentMemberKey(group_id=group_id, member_id=member_id),
-            ConsumerGroupTargetAssignmentMemberValue(
-                topic_partitions=topic_partitions(assignment)))
+            ConsumerGroupTargetAssignmentMemberValue(topic_partitions=form))
 
 
 def target_member_tombstone(group_id: str, member_id: str) -> Record:

@@ -21,13 +21,14 @@ from storage.records import (
 )
 
 from ..shard import register_replayer
+from .assignment_forms import assignment_of
 from .consumer_model import (
+    EMPTY,
     ClassicMemberInfo,
     ConsumerGroup,
     ConsumerGroupMember,
     MemberState,
     SubscribedTopic,
-    assignment_of,
     interned_topic_names,
 )
 
@@ -99,8 +100,8 @@ def _target_member(shard: Any, offset: int, key: ConsumerGroupTargetAssignmentMe
     if value is None:
         group.target.pop(key.member_id, None)
     else:
-        group.target[key.member_id] = assignment_of(
-            (tp.topic_id, tp.partitions) for tp in value.topic_partitions)
+        group.target[key.member_id] = group.assignment_forms.assignment(
+            key.member_id, value.topic_partitions)
 
 
 def _target_metadata(shard: Any, offset: int, key: ConsumerGroupTargetAssignmentMetadataKey,
@@ -132,10 +133,12 @@ def _current_assignment(shard: Any, offset: int, key: ConsumerGroupCurrentMember
     new = replace(
         old or ConsumerGroupMember(key.member_id), member_epoch=value.member_epoch,
         previous_member_epoch=value.previous_member_epoch, state=state,
-        assigned_partitions=assignment_of(
-            (tp.topic_id, tp.partitions) for tp in value.assigned_partitions),
+        # the same objects as before when the partitions did not change (assignment_forms)
+        assigned_partitions=group.assignment_forms.assignment(key.member_id,
+                                                              value.assigned_partitions),
         partitions_pending_revocation=assignment_of(
-            (tp.topic_id, tp.partitions) for tp in value.partitions_pending_revocation))
+            (tp.topic_id, tp.partitions) for tp in value.partitions_pending_revocation)
+        if value.partitions_pending_revocation else EMPTY)
     group.set_partition_epochs(old, new)
     group.put_member(new)
 

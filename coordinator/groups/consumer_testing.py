@@ -52,9 +52,12 @@ class ManualOffloader:
 
 class ConsumerGroupContext:
     def __init__(self, settings: ConsumerGroupSettings | None = None, now_ms: int = 1_000_000,
-                 *, offload: bool = False) -> None:
+                 *, offload: bool = False, replay_as_written: bool = False) -> None:
         """``offload``: runs go to a :class:`ManualOffloader` (the settings' and the group's
-        ``assignor_offload`` still decide whether a run is offloaded)."""
+        ``assignor_offload`` still decide whether a run is offloaded). Records are encoded and
+        replayed decoded again, as a load replays them; ``replay_as_written`` replays the
+        objects the handler built, as the runtime does after appending them."""
+        self.replay_as_written = replay_as_written
         self.shard = CoordinatorShard(0)
         self.topics = Topics()
         self.offloader = ManualOffloader() if offload else None
@@ -82,9 +85,11 @@ class ConsumerGroupContext:
     # --- time and records --------------------------------------------------------------------
     def apply(self, result: Result) -> Any:
         for key, value in result.records:
-            decoded_key, decoded_value = decode_record(*encode_record(key, value))
-            self.shard.replay(len(self.written), decoded_key, decoded_value)
-            self.written.append((decoded_key, decoded_value))
+            encoded = encode_record(key, value)
+            if not self.replay_as_written:
+                key, value = decode_record(*encoded)
+            self.shard.replay(len(self.written), key, value)
+            self.written.append((key, value))
         if result.effect is not None:
             result.effect()
         return result.response

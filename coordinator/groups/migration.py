@@ -28,6 +28,7 @@ from ..runtime.result import Record
 from ..shard import REPLAYERS
 from . import consumer
 from . import consumer_records as records
+from .assignment_forms import assignment_of
 from .classic import (
     JoinOutcome,
     JoinRequest,
@@ -54,7 +55,6 @@ from .consumer_model import (
     ConsumerGroup,
     ConsumerGroupMember,
     MemberState,
-    assignment_of,
     interned_topic_names,
 )
 from .consumer_protocol import decode_assignment, decode_subscription, encode_assignment

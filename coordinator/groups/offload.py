@@ -145,7 +145,7 @@ def _target_records(group: ConsumerGroup, run: AssignorRun,
             new[replacement.member_id] = assignment  # the static member's new instance
         # otherwise the member left meanwhile: its assignment is dropped
     gid = group.group_id
-    return [records.target_member(gid, member_id, assignment)
+    return [records.target_member(gid, member_id, assignment, group.assignment_forms)
             for member_id, assignment in new.items()
             if member_id not in group.target or group.target[member_id] != assignment]
 

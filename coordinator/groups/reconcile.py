@@ -17,7 +17,7 @@ import uuid
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import replace
 
-from .consumer_model import Assignment, ConsumerGroupMember, MemberState
+from .consumer_model import EMPTY, Assignment, ConsumerGroupMember, MemberState
 
 PartitionEpoch = Callable[[uuid.UUID, int], int]
 """(topic id, partition) -> epoch of the member holding it, or -1 when it is free."""
@@ -64,11 +64,15 @@ def reconcile(member: ConsumerGroupMember, target_epoch: int, target: Assignment
 def _next(member: ConsumerGroupMember, member_epoch: int, target_epoch: int, target: Assignment,
           partition_epoch: PartitionEpoch, owned: Owned,
           subscribed_ids: Collection[uuid.UUID]) -> ConsumerGroupMember:
+    current_assigned = member.assigned_partitions
+    if (current_assigned is target and not member.partitions_pending_revocation
+            and all(topic_id in subscribed_ids for topic_id in target)):
+        # Already holds exactly its target (an epoch bump): nothing to revoke or to take.
+        return _with(member, MemberState.STABLE, target_epoch, target, EMPTY)
     assigned: dict[uuid.UUID, frozenset[int]] = {}
     revoking: dict[uuid.UUID, frozenset[int]] = {}
     adding: dict[uuid.UUID, frozenset[int]] = {}
     unreleased = False
-    current_assigned = member.assigned_partitions
     for topic_id in set(target) | set(current_assigned):
         wanted = target.get(topic_id, frozenset()) if topic_id in subscribed_ids else frozenset()
         current = current_assigned.get(topic_id, frozenset())
@@ -92,8 +96,12 @@ def _next(member: ConsumerGroupMember, member_epoch: int, target_epoch: int, tar
         return _with(member, MemberState.UNREVOKED_PARTITIONS, member_epoch, assigned, revoking)
     for topic_id, partitions in adding.items():
         assigned[topic_id] = assigned.get(topic_id, frozenset()) | partitions
-    state = MemberState.UNRELEASED_PARTITIONS if unreleased else MemberState.STABLE
-    return _with(member, state, target_epoch, assigned, {})
+    if unreleased:
+        return _with(member, MemberState.UNRELEASED_PARTITIONS, target_epoch, assigned, EMPTY)
+    # Holding its whole target: keep the target's object, so the next epoch bump is the
+    # shortcut above (and its record and replay reuse what they made: see assignment_forms).
+    return _with(member, MemberState.STABLE, target_epoch,
+                 target if assigned == target else assigned, EMPTY)
 
 
 def _with(member: ConsumerGroupMember, state: MemberState, epoch: int,

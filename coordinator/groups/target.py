@@ -97,9 +97,13 @@ def build_target(group: ConsumerGroup, group_epoch: int, members: Mapping[str, C
     out: list[Record] = []
     for member_id in members:
         assignment = {t: frozenset(p) for t, p in result.member(member_id).items() if p}
+        old = targets.get(member_id)
+        if old is not None and assignment == old and member_id in group.target:
+            new_targets[member_id] = old  # unchanged: the same object (see assignment_forms)
+            continue
         new_targets[member_id] = assignment
-        if assignment != targets.get(member_id, {}) or member_id not in group.target:
-            out.append(records.target_member(group.group_id, member_id, assignment))
+        out.append(records.target_member(group.group_id, member_id, assignment,
+                                         group.assignment_forms))
     out.append(records.target_metadata(group.group_id, group_epoch, now_ms))
     observability.record_assignment(group.group_id, assignor.name, assign_ms,
                                     observability.partitions_moved(targets, new_targets))

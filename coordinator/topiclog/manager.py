@@ -34,8 +34,7 @@ from .producers import ProducerIdManager
 
 log = get_logger("coordinator.topiclog")
 
-RETENTION_CHECK_INTERVAL_S = 30.0
-PARTITIONS_PER_TURN = 500  # a pass over every partition yields to the loop this often
+PARTITIONS_PER_TURN = 100  # a pass over every partition yields to the loop this often (~1 ms)
 _PARTITION_DIR_RE = re.compile(r"^(.+)-(\d+)$")
 
 
@@ -187,7 +186,7 @@ class TopicLogs:
 
     async def _retention_loop(self) -> None:
         while True:
-            await asyncio.sleep(RETENTION_CHECK_INTERVAL_S)
+            await asyncio.sleep(self.config["log.retention.check.interval.ms"] / 1000.0)
             try:
                 for _ in self._retention_pass():
                     await asyncio.sleep(0)  # 50,000 partitions must not stop the event loop

@@ -15,12 +15,15 @@ from storage import codec
 from storage.errors import RecordDecodeError, UnknownRecordTypeError
 from storage.records import (
     RECORD_TYPES,
+    ConsumerGroupCurrentMemberAssignmentKey,
+    ConsumerGroupCurrentMemberAssignmentValue,
     ConsumerGroupTargetAssignmentMetadataKey,
     ConsumerGroupTargetAssignmentMetadataValue,
     OffsetCommitKey,
     OffsetCommitValue,
     TopicMetadataKey,
     TopicMetadataValue,
+    TopicPartitions,
     decode_key,
     decode_record,
     decode_value,
@@ -214,3 +217,25 @@ def test_newer_field_decodes_with_default_from_older_version() -> None:
     assert codec.decode_struct(V, bytes(out), 0, 1) == (V(a=1, b="x"), len(out))
     old = out[:4]  # a version-0 writer wrote only ``a``
     assert codec.decode_struct(V, bytes(old), 0, 0) == (V(a=1), 4)
+
+
+def test_an_encoded_once_array_is_encoded_once_and_identically() -> None:
+    """An array field given as ``EncodedOnce`` keeps its first encoding: later records reuse
+    it byte for byte, and decode to the same value as a plain tuple would."""
+    parts = tuple(TopicPartitions(topic_id=uuid.UUID(int=i + 1), partitions=(i, i + 7))
+                  for i in range(3))
+    once = codec.EncodedOnce(parts)
+    key = ConsumerGroupCurrentMemberAssignmentKey(group_id="g", member_id="m")
+
+    def value(epoch: int, assigned: tuple[TopicPartitions, ...]) -> Any:
+        return ConsumerGroupCurrentMemberAssignmentValue(
+            member_epoch=epoch, previous_member_epoch=epoch - 1, state=0,
+            assigned_partitions=assigned, partitions_pending_revocation=())
+
+    assert once.encoded is None
+    first = encode_record(key, value(5, once))
+    assert once.encoded is not None
+    assert first == encode_record(key, value(5, parts))  # same bytes as a plain tuple
+    assert encode_record(key, value(6, once)) == encode_record(key, value(6, parts))
+    decoded = decode_record(*encode_record(key, value(6, once)))[1]
+    assert decoded.assigned_partitions == parts and decoded.member_epoch == 6

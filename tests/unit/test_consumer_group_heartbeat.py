@@ -287,6 +287,43 @@ def test_state_survives_replay_into_a_fresh_shard() -> None:
     assert other.shard.timers.is_scheduled(("consumer-rebalance", "g", "a"))
 
 
+@pytest.mark.parametrize("replay_as_written", [True, False])
+def test_an_epoch_bump_keeps_a_reconciled_members_partitions_as_they_are(
+        replay_as_written: bool) -> None:
+    """A member that holds its whole target and whose target did not change only takes the new
+    epoch: its partitions stay the very objects they were (no rebuild, no re-index), its
+    record reuses the partition tuple of its last one when replayed as written, and its
+    partitions' epoch is its new epoch."""
+    ctx = ConsumerGroupContext(ConsumerGroupSettings(assignment_interval_ms=0),
+                               replay_as_written=replay_as_written)
+    t, _ = ctx.create_topic("t", 6), ctx.create_topic("u", 4)
+    ctx.heartbeat(member_id="a", topics=["t"])
+    ctx.heartbeat(member_id="a", member_epoch=2)
+    group, before = ctx.group(), ctx.member("a")
+    if replay_as_written:
+        assert before.assigned_partitions is group.target["a"]
+    last_form = ctx.written[-1][1].assigned_partitions
+    ctx.heartbeat(member_id="b", topics=["u"])  # a's target stays as it is
+    assert group.assignment_epoch == 3
+    response = ctx.heartbeat(member_id="a", member_epoch=2)
+    assert (response.member_epoch, response.assignment) == (3, None)
+    after = ctx.member("a")
+    assert (after.member_epoch, after.previous_member_epoch, after.state) == (
+        3, 2, MemberState.STABLE)
+    assert ctx.named(after.assigned_partitions) == {"t": set(range(6))}
+    assert group.current_partition_epoch(t, 0) == 3
+    assert set(group.partition_owners.values()) == {"a", "b"}
+    if replay_as_written:
+        assert after.assigned_partitions is before.assigned_partitions
+        assert ctx.written[-1][1].assigned_partitions is last_form
+    # a load replaying the decoded records ends up in the same state
+    other = ConsumerGroupContext(ctx.env.settings)
+    for offset, (key, value) in enumerate(ctx.written):
+        other.shard.replay(offset, key, value)
+    assert (other.group().members, other.group().partition_owners) == (
+        group.members, group.partition_owners)
+
+
 def test_offset_commit_and_fetch_validation() -> None:
     from coordinator.offsets import OffsetCommit
     ctx = context()

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import operator
+import os
 
 from coordinator.background_stats import BackgroundStats, BusyTracker, SlidingWindow
-from coordinator.executor import BackgroundExecutor
+from coordinator.executor import WORKER_NICENESS, BackgroundExecutor, scheduling_of
 from coordinator.groups.assignor_job import build_job, run_job
 
 
@@ -98,3 +99,20 @@ async def test_executor_runs_tasks_in_worker_processes_and_measures_them() -> No
     finally:
         await executor.stop()
     assert not executor.running
+
+
+async def test_workers_run_at_a_lower_cpu_priority_than_the_event_loop() -> None:
+    """SCHED_IDLE where the OS has it (Linux), else niced."""
+    executor = BackgroundExecutor(1)
+    await executor.start()
+    try:
+        got: asyncio.Future[object] = asyncio.get_running_loop().create_future()
+        executor.submit(scheduling_of, None, got.set_result)
+        policy, niceness = await asyncio.wait_for(got, 30)  # type: ignore[misc]
+    finally:
+        await executor.stop()
+    if hasattr(os, "SCHED_IDLE"):
+        assert policy == os.SCHED_IDLE
+    else:
+        assert niceness >= WORKER_NICENESS
+    assert scheduling_of() != (policy, niceness)  # this process is left as it is

@@ -80,3 +80,24 @@ def test_producer_ids_are_not_reused_after_restart(tmp_path: Path) -> None:
     again = make_logs(tmp_path, MetadataImage())
     assert again.producer_ids.next_id() > max(first)
     again.close()
+
+
+async def test_retention_runs_every_check_interval(tmp_path: Path) -> None:
+    """``log.retention.check.interval.ms`` (Kafka's name; default 5 minutes) paces the pass."""
+    image = MetadataImage()
+    logs = make_logs(tmp_path, image, **{"log.retention.check.interval.ms": "50",
+                                         "log.retention.ms": "100"})
+    topic = image.create_topic("old", 3)
+    plog = logs.get("old", 1)
+    assert plog is not None
+    plog.append(make_batch([b"a"], timestamp=10), logs.log_config(topic), logs.now_ms())
+    logs.start()
+    try:
+        deadline = asyncio.get_running_loop().time() + 5.0
+        while plog.log_start_offset == 0:
+            assert asyncio.get_running_loop().time() < deadline, "no retention pass ran"
+            await asyncio.sleep(0.01)
+    finally:
+        await logs.stop()
+    assert plog.log_start_offset == plog.log_end_offset == 1
+    assert ServerConfig.from_sources({})["log.retention.check.interval.ms"] == 300_000
