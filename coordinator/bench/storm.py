@@ -8,7 +8,10 @@ measured by a process that does nothing else). Three settings run in turn on the
 and group, switched through the large group's own configs (IncrementalAlterConfigs):
 (interval 0, offload off), (interval 1000, offload off), (interval 1000, offload on). For each:
 the bystanders' heartbeat latency p50/p99/max over the phase, and the large group's time from
-the end of its churn to a stable assignment.
+the end of its churn to a stable assignment. Each setting starts with the bystanders spread
+over their heartbeat interval again: clients heartbeat an interval after each answer, so a long
+stall in one setting bunches them, and the bunch (each waiting for the others' answers) would
+carry into the next setting's numbers.
 """
 
 from __future__ import annotations
@@ -118,7 +121,9 @@ async def _bystanders(bootstrap: str, groups: int, members: int, conn: Connectio
     await asyncio.sleep(2 * BYSTANDER_HEARTBEAT_S)
     quiet_collector()
     conn.send("ready")
-    await asyncio.to_thread(conn.recv)  # "stop"
+    while await asyncio.to_thread(conn.recv) == "restagger":  # until "stop"
+        for member in everyone:
+            member.restagger(rng.uniform(0.0, BYSTANDER_HEARTBEAT_S))
     await asyncio.gather(*(m.stop() for m in everyone))
     conn.send(latencies)
     for member in everyone:
@@ -203,6 +208,8 @@ async def _run(args: argparse.Namespace, bootstrap: str, log: Any) -> list[Phase
         await set_group_configs(admin, LARGE_GROUP, {
             "consumer.assignment.interval.ms": str(interval),
             "consumer.assignor.offload.enable": "true" if offload else "false"})
+        parent.send("restagger")
+        await asyncio.sleep(BYSTANDER_HEARTBEAT_S)  # every bystander took its new phase
         start = time.monotonic()
         before = group.churned
         await group.churn(start + args.duration_s, args.churn_per_s)

@@ -180,6 +180,7 @@ class Member:
         self.stopping = False
         self.task: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
+        self._next_wait_s: float | None = None  # set by restagger()
         self._request_body: Any = None
         self._frame: bytes | None = None
 
@@ -236,10 +237,25 @@ class Member:
             except (ConnectionError, OSError, asyncio.IncompleteReadError):
                 return
             if not changed and not self.stopping:
-                try:
-                    await asyncio.wait_for(self._wake.wait(), self.interval_s)
-                except TimeoutError:
-                    pass
+                await self._wait(self.interval_s)
+
+    async def _wait(self, seconds: float) -> None:
+        """Until the next heartbeat: ``seconds``, unless stopped or restaggered meanwhile."""
+        while not self.stopping:
+            self._wake.clear()
+            try:
+                await asyncio.wait_for(self._wake.wait(), seconds)
+                if self._next_wait_s is None:
+                    return
+                seconds, self._next_wait_s = self._next_wait_s, None
+            except TimeoutError:
+                return
+
+    def restagger(self, wait_s: float) -> None:
+        """Send the next heartbeat ``wait_s`` from now (instead of an interval after the last
+        answer), e.g. to spread members whose heartbeats a long stall had bunched."""
+        self._next_wait_s = wait_s
+        self._wake.set()
 
     def start(self, delay_s: float = 0.0) -> None:
         """Start heartbeating, the first (joining) heartbeat after ``delay_s``."""
