@@ -15,6 +15,8 @@ import contextlib
 import multiprocessing
 import os
 import pickle
+import select
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -45,7 +47,8 @@ def _noop() -> int:
     return 0
 
 
-def _init_worker(niceness: int) -> None:
+def _init_worker(niceness: int, server_pid: int) -> None:
+    _exit_with(server_pid)
     idle = getattr(os, "SCHED_IDLE", None)
     if idle is not None:
         try:
@@ -55,6 +58,30 @@ def _init_worker(niceness: int) -> None:
             pass
     with contextlib.suppress(OSError):
         os.nice(niceness)
+
+
+def _exit_with(server_pid: int) -> None:
+    """End this worker when the server process ends, however it ends (SIGKILL too). The pool's
+    workers hold both ends of its pipes and the forkserver's liveness pipe themselves, so after
+    a server killed without a shutdown they would wait forever, and keep the forkserver alive."""
+
+    def watch() -> None:
+        try:
+            pidfd = os.pidfd_open(server_pid)
+        except (AttributeError, OSError):  # not Linux >= 5.3: poll
+            while True:
+                time.sleep(1.0)
+                try:
+                    os.kill(server_pid, 0)
+                except ProcessLookupError:
+                    break
+                except PermissionError:
+                    continue
+        else:
+            select.select([pidfd], [], [])
+        os._exit(0)
+
+    threading.Thread(target=watch, name="exit-with-server", daemon=True).start()
 
 
 def scheduling_of(_: object = None) -> tuple[int, int]:
@@ -105,7 +132,7 @@ class BackgroundExecutor:
         if self.start_method == "forkserver":
             context.set_forkserver_preload(list(PRELOAD))
         pool = ProcessPoolExecutor(self.workers, mp_context=context, initializer=_init_worker,
-                                   initargs=(WORKER_NICENESS,))
+                                   initargs=(WORKER_NICENESS, os.getpid()))
         for _ in range(self.workers):
             pool.submit(_noop)  # the workers start now, off the event loop
         return pool

@@ -150,3 +150,40 @@ def test_group_configs_survive_a_restart(server: ServerProcess, tmp_path: Path) 
     finally:
         again.stop()
     assert described["consumer.session.timeout.ms"]["value"] == "50000"
+
+
+def _children(pid: int) -> set[int]:
+    found = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # gone meanwhile
+        if int(fields[1]) == pid:
+            found.add(int(stat.parent.name))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def test_a_killed_server_leaves_no_background_workers_behind(tmp_path: Path) -> None:
+    """SIGKILL gives the server no chance to stop its pool: the workers notice on their own
+    and exit, and with them the forkserver they were started from."""
+    server = ServerProcess(tmp_path / "data", OVERRIDES).start()
+    try:
+        assert server.proc is not None
+        forkservers = wait_until(lambda: _children(server.proc.pid), 20, message="forkserver")
+        workers = wait_until(lambda: set().union(*map(_children, forkservers)), 20,
+                             message="the background workers")
+        assert len(workers) == 2  # group.coordinator.background.threads
+        server.kill()
+        wait_until(lambda: not any(map(_alive, forkservers | workers)), 15,
+                   message="the workers and the forkserver to exit")
+    finally:
+        server.kill()

@@ -102,7 +102,7 @@ async def test_executor_runs_tasks_in_worker_processes_and_measures_them() -> No
 
 
 async def test_workers_run_at_a_lower_cpu_priority_than_the_event_loop() -> None:
-    """SCHED_IDLE where the OS has it (Linux), else niced; here SCHED_IDLE is expected."""
+    """SCHED_IDLE where the OS has and allows it (Linux), else niced."""
     executor = BackgroundExecutor(1)
     await executor.start()
     try:
