@@ -215,12 +215,17 @@ class BusyRatio:
         return _clamp(1.0 - busy / elapsed) if elapsed > 0 else 1.0
 
     def min(self, now: float | None = None) -> float:
-        """The lowest window's ratio; the current window counts once half of it has passed
-        (or when it is the only one), so one event just after a boundary is not "0% idle"."""
+        """The lowest window's ratio, at most ``avg``; the current window counts once half of
+        it has passed (or when it is the only one), so one event just after a boundary is not
+        "0% idle"."""
         ratios = self._ratios(now)
+        average = self.avg(now)
         if len(ratios) > 1 and ratios[-1][1] < self.config.window_s * self.threads / 2:
             ratios = ratios[:-1]
-        return min((_clamp(1.0 - b / e) for b, e in ratios if e > 0), default=1.0)
+        # A busy young window pulls the average down but is not counted here: the lowest
+        # window is never above the average (which does count it).
+        return min(min((_clamp(1.0 - b / e) for b, e in ratios if e > 0), default=1.0),
+                   average)
 
 
 def _clamp(value: float) -> float:
