@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from ..groups.assignment_forms import by_topic_id
@@ -28,19 +29,36 @@ def _assignment(ctx: RequestContext, assignment: Assignment) -> Any:
     return ctx.nested("Assignment", topic_partitions=tuple(parts))
 
 
-def _described(ctx: RequestContext, found: GroupDescription, include_ops: bool) -> Any:
-    members = tuple(
-        ctx.nested("Member", member_id=m.member_id, instance_id=m.instance_id,
-                   rack_id=m.rack_id, member_epoch=m.member_epoch, client_id=m.client_id,
-                   client_host=m.client_host, subscribed_topic_names=m.subscribed_topic_names,
-                   subscribed_topic_regex=m.subscribed_topic_regex,
-                   assignment=_assignment(ctx, m.assigned_partitions),
-                   target_assignment=_assignment(ctx, target), member_type=CONSUMER_MEMBER_TYPE)
-        for m, target in found.members)
+MEMBERS_PER_TURN = 100
+"""A large group's description is built this many members at a time between turns of the event
+loop (1,000 members with 50 partitions each take 15-40 ms to build)."""
+
+
+async def _described(ctx: RequestContext, found: GroupDescription, include_ops: bool) -> Any:
+    built: dict[int, Any] = {}  # by assignment object: a reconciled member's is its target's
+
+    def assignment(of: Assignment) -> Any:
+        key = id(of)  # the objects live in ``found`` for the whole call
+        if key not in built:
+            built[key] = _assignment(ctx, of)
+        return built[key]
+
+    members = []
+    for i, (m, target) in enumerate(found.members, start=1):
+        members.append(ctx.nested(
+            "Member", member_id=m.member_id, instance_id=m.instance_id, rack_id=m.rack_id,
+            member_epoch=m.member_epoch, client_id=m.client_id, client_host=m.client_host,
+            subscribed_topic_names=m.subscribed_topic_names,
+            subscribed_topic_regex=m.subscribed_topic_regex,
+            assignment=assignment(m.assigned_partitions), target_assignment=assignment(target),
+            member_type=CONSUMER_MEMBER_TYPE))
+        if i % MEMBERS_PER_TURN == 0:
+            await asyncio.sleep(0)
     return ctx.nested(
         "DescribedGroup", error_code=found.error, error_message=found.error_message,
         group_id=found.group_id, group_state=found.state.value, group_epoch=found.group_epoch,
-        assignment_epoch=found.assignment_epoch, assignor_name=found.assignor, members=members,
+        assignment_epoch=found.assignment_epoch, assignor_name=found.assignor,
+        members=tuple(members),
         authorized_operations=GROUP_OPERATIONS if include_ops
         else AUTHORIZED_OPERATIONS_OMITTED)
 
@@ -58,5 +76,5 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 name="ConsumerGroupDescribe")
         except CoordinatorError as exc:
             found = GroupDescription(group_id, exc.code, exc.message)
-        groups.append(_described(ctx, found, include_ops))
+        groups.append(await _described(ctx, found, include_ops))
     return ctx.respond(groups=tuple(groups))
