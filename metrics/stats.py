@@ -209,23 +209,26 @@ class BusyRatio:
         return out
 
     def avg(self, now: float | None = None) -> float:
-        ratios = self._ratios(now)
-        busy = sum(b for b, _ in ratios)
-        elapsed = sum(e for _, e in ratios)
-        return _clamp(1.0 - busy / elapsed) if elapsed > 0 else 1.0
+        return _average(self._ratios(now))
 
     def min(self, now: float | None = None) -> float:
         """The lowest window's ratio, at most ``avg``; the current window counts once half of
         it has passed (or when it is the only one), so one event just after a boundary is not
         "0% idle"."""
         ratios = self._ratios(now)
-        average = self.avg(now)
+        average = _average(ratios)  # the same windows, read at the same instant
         if len(ratios) > 1 and ratios[-1][1] < self.config.window_s * self.threads / 2:
             ratios = ratios[:-1]
         # A busy young window pulls the average down but is not counted here: the lowest
         # window is never above the average (which does count it).
         return min(min((_clamp(1.0 - b / e) for b, e in ratios if e > 0), default=1.0),
                    average)
+
+
+def _average(ratios: list[tuple[float, float]]) -> float:
+    busy = sum(b for b, _ in ratios)
+    elapsed = sum(e for _, e in ratios)
+    return _clamp(1.0 - busy / elapsed) if elapsed > 0 else 1.0
 
 
 def _clamp(value: float) -> float:

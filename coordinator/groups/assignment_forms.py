@@ -17,8 +17,11 @@ from typing import Any
 from storage.codec import EncodedOnce
 from storage.records import TopicPartitions
 
+Assignment = Mapping[uuid.UUID, frozenset[int]]
+"""Partitions by topic id; topics with no partition are left out."""
+
 Form = tuple[TopicPartitions, ...]
-EMPTY: Mapping[uuid.UUID, frozenset[int]] = {}
+EMPTY: Assignment = {}
 """The empty assignment (one shared object: never mutated)."""
 
 
@@ -33,7 +36,7 @@ def assignment_of(pairs: Iterable[tuple[uuid.UUID, Iterable[int]]]) -> dict[uuid
     return out
 
 
-def topic_partitions(assignment: Mapping[uuid.UUID, frozenset[int]]) -> Form:
+def topic_partitions(assignment: Assignment) -> Form:
     # By topic id (its integer: the order of the text form, without formatting each id).
     return tuple(TopicPartitions(topic_id=topic_id, partitions=tuple(sorted(partitions)))
                  for topic_id, partitions in sorted(assignment.items(), key=by_topic_id)
@@ -49,9 +52,9 @@ class AssignmentForms:
     (the group forgets a member's entry when it drops the member)."""
 
     def __init__(self) -> None:
-        self._by_member: dict[str, tuple[Mapping[uuid.UUID, frozenset[int]], Form]] = {}
+        self._by_member: dict[str, tuple[Assignment, Form]] = {}
 
-    def form(self, member_id: str, assignment: Mapping[uuid.UUID, frozenset[int]]) -> Form:
+    def form(self, member_id: str, assignment: Assignment) -> Form:
         """The record form of the member's ``assignment``: the same tuple as last time when
         ``assignment`` is the same object (a tuple that keeps its encoding, so the record is
         not encoded partition by partition again either)."""
@@ -64,8 +67,7 @@ class AssignmentForms:
         self._by_member[member_id] = (assignment, form)
         return form
 
-    def assignment(self, member_id: str,
-                   form: Form) -> Mapping[uuid.UUID, frozenset[int]]:
+    def assignment(self, member_id: str, form: Form) -> Assignment:
         """The assignment a record's ``form`` says (the object the form was made from, when the
         record was built by :meth:`form` for this member)."""
         if not form:

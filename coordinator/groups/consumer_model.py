@@ -10,19 +10,15 @@ from __future__ import annotations
 import sys
 import uuid
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import IntEnum, StrEnum
 from typing import Any
 
 from protocol import ErrorCode
 
-from .assignment_forms import EMPTY, AssignmentForms
+from .assignment_forms import EMPTY, Assignment, AssignmentForms
 from .assignor_job import TargetIndexCache
-
-Assignment = Mapping[uuid.UUID, frozenset[int]]
-"""Partitions by topic id; topics with no partition are left out."""
-
 
 LEAVE_GROUP_MEMBER_EPOCH = -1
 LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
@@ -285,23 +281,11 @@ class ConsumerGroup:
             del self.static_members[old.instance_id]
 
     def _count_topics(self, names: Iterable[str], delta: int) -> None:
-        """Adjust the per-topic subscriber counts; a topic nobody subscribes to is dropped
-        (only the member's topics are touched, not the whole table)."""
-        counts = self.subscribed_topic_counts
-        for name in names:
-            count = counts[name] + delta
-            if count > 0:
-                counts[name] = count
-            else:
-                counts.pop(name, None)
+        _adjust_counts(self.subscribed_topic_counts, names, delta)
 
     def _count_regex(self, regex: str | None, delta: int) -> None:
         if regex:
-            count = self.subscribed_regex_counts[regex] + delta
-            if count > 0:
-                self.subscribed_regex_counts[regex] = count
-            else:
-                self.subscribed_regex_counts.pop(regex, None)
+            _adjust_counts(self.subscribed_regex_counts, (regex,), delta)
 
     def set_partition_epochs(self, old: ConsumerGroupMember | None,
                              new: ConsumerGroupMember | None) -> None:
@@ -324,3 +308,14 @@ class ConsumerGroup:
                 for topic_id, partitions in assignment.items():
                     for p in partitions:
                         owners[(topic_id, p)] = new.member_id
+
+
+def _adjust_counts(counts: Counter[str], keys: Iterable[str], delta: int) -> None:
+    """Adjust the subscriber counts of ``keys`` (topics or regexes); one nobody subscribes to
+    is dropped (only these keys are touched, not the whole table)."""
+    for key in keys:
+        count = counts[key] + delta
+        if count > 0:
+            counts[key] = count
+        else:
+            counts.pop(key, None)

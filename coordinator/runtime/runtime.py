@@ -8,9 +8,10 @@ before them, so no answer ever reveals state the log does not hold. An event tha
 group it is about (``group_id``: it reads and writes only that group's state) waits only for
 that group's records and for records written by events that named no group, so a group sharing
 a partition with a busy one is not made to wait for the busy group's fsyncs. A failed append
-leaves the shard untouched (records are applied only after they are written) and the request
-gets NOT_COORDINATOR; a failed fsync fails every waiting request and reloads the partition
-from disk.
+leaves the shard untouched (records are applied only after the log took them) and the request
+gets NOT_COORDINATOR. When answers wait for fsyncs the log keeps appended batches in memory and
+the flushing thread writes them before its fsync; a failed write or fsync fails every waiting
+request and reloads the partition from disk (only what reached the file counts).
 """
 
 from __future__ import annotations
