@@ -1,42 +1,64 @@
 # Two commands do everything on a fresh machine: `make run` and `make test`.
+# tests/setup/test_makefile.py runs every install path below on each `make test`, with stand-ins
+# for python, apt-get and sudo, so a broken install line fails the suite even where CI's machine
+# already has what it would install.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed
+# What `make run` needs (the server alone) and what `make test` needs (the suite, the pipeline).
+SERVER_STAMP := $(VENV)/.installed-server
+SUITE_STAMP := $(VENV)/.installed-suite
+# Debian packages the suite drives, as command:package: kcat, a real Prometheus and promtool.
+SYSTEM_DEPS := kcat:kcat prometheus:prometheus promtool:prometheus
 
-.PHONY: run test test-fast lint bench-codec clean system-deps
+.PHONY: run test test-fast lint typecheck bench-codec clean system-deps
 
-$(STAMP): pyproject.toml
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+$(SERVER_STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet -e .
+	touch $@
+
+$(SUITE_STAMP): pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet -e '.[dev,pipeline]'
-	touch $(STAMP)
+	touch $@ $(SERVER_STAMP)
 
-# Debian packages the suite drives (kcat, a real Prometheus and promtool); installed with apt
-# when missing.
+# Installs the missing SYSTEM_DEPS with apt-get: directly as root, through sudo otherwise.
+# `env` carries DEBIAN_FRONTEND past sudo and works the same when there is no sudo word.
 system-deps:
 	@missing=""; \
-	command -v kcat >/dev/null 2>&1 || missing="$$missing kcat"; \
-	command -v promtool >/dev/null 2>&1 || missing="$$missing prometheus"; \
-	if [ -n "$$missing" ]; then \
-	  SUDO=$$(command -v sudo >/dev/null 2>&1 && [ "$$(id -u)" != 0 ] && echo sudo); \
-	  $$SUDO apt-get update -qq && \
-	  $$SUDO DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
-	fi
+	for dep in $(SYSTEM_DEPS); do \
+	  command -v "$${dep%%:*}" >/dev/null 2>&1 && continue; \
+	  case " $$missing " in *" $${dep#*:} "*) ;; *) missing="$$missing $${dep#*:}" ;; esac; \
+	done; \
+	[ -z "$$missing" ] && exit 0; \
+	if [ "$$(id -u)" = 0 ]; then sudo=""; \
+	elif command -v sudo >/dev/null 2>&1; then sudo="sudo"; \
+	else echo "system-deps: need root or sudo to install Debian packages:$$missing" >&2; exit 1; fi; \
+	echo "system-deps: installing Debian packages:$$missing"; \
+	$$sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	$$sudo env DEBIAN_FRONTEND=noninteractive \
+	  apt-get install -y -qq --no-install-recommends $$missing
 
-run: $(STAMP)
+run: $(SERVER_STAMP)
 	$(PY) -m coordinator serve
 
-test: $(STAMP) system-deps
+test: $(SUITE_STAMP) system-deps
 	$(PY) -m ruff check .
+	$(PY) -m mypy
 	$(PY) -m pytest -q
 
-test-fast: $(STAMP)
+test-fast: $(SUITE_STAMP) system-deps
 	$(PY) -m pytest -q -m 'not slow'
 
-lint: $(STAMP)
+lint: $(SUITE_STAMP)
 	$(PY) -m ruff check .
 
-bench-codec: $(STAMP)
+typecheck: $(SUITE_STAMP)
+	$(PY) -m mypy
+
+bench-codec: $(SERVER_STAMP)
 	$(PY) -m coordinator bench codec
 
 clean:
