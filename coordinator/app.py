@@ -6,24 +6,27 @@ import asyncio
 import signal
 from pathlib import Path
 
-from . import observability
+from coordinator.background.executor import BackgroundExecutor
+from coordinator.groups import metrics_view
+from coordinator.groups.common.offload import ExecutorOffloader
+from coordinator.groups.consumer.topics import ConsumerGroupTopicListener
+from coordinator.groups.replay import new_shard
+from coordinator.metadata.broker import Broker
+from coordinator.metadata.image import MetadataImage
+from coordinator.metadata.log import MetadataLog
+from coordinator.metadata.meta_properties import load_or_create
+from coordinator.observability.logs import get_logger
+from coordinator.runtime.clock import SystemClock
+from coordinator.runtime.compactor import Compactor
+from coordinator.runtime.gc_pauses import GcPauseGuard
+
+from . import topiclog
 from .apis import build_registry
-from .broker import Broker
-from .clock import SystemClock
-from .compactor import Compactor
 from .config import ServerConfig
 from .dispatch import Dispatcher
-from .executor import BackgroundExecutor
-from .gc_pauses import GcPauseGuard
-from .groups.consumer_topics import ConsumerGroupTopicListener
-from .groups.offload import ExecutorOffloader
-from .logs import get_logger
-from .meta_properties import load_or_create
-from .metadata_image import MetadataImage
-from .metadata_log import MetadataLog
+from .observability import collector as observability
 from .runtime import CoordinatorRuntime
 from .server import KafkaServer
-from .shard import CoordinatorShard
 from .topiclog import TopicLogs
 from .topiclog import attach as attach_topic_logs
 
@@ -41,7 +44,7 @@ class App:
         max_bytes = config["coordinator.log.max.bytes"]
         self.runtime = CoordinatorRuntime(
             Path(config.log_dir), config["offsets.topic.num.partitions"],
-            lambda partition: CoordinatorShard(partition, config), clock,
+            lambda partition: new_shard(partition, config), clock,
             segment_bytes=config["offsets.topic.segment.bytes"],
             max_bytes=None if max_bytes < 0 else max_bytes,
             flush_interval_ms=config["coordinator.log.flush.interval.ms"])
@@ -54,7 +57,10 @@ class App:
         self.executor = BackgroundExecutor.from_config(config)
         self.offloader = ExecutorOffloader(self.executor, self.runtime)
         self.consumer_topics.env.offloader = self.offloader
-        self.observability = observability.install(self)
+        self.observability = observability.install(
+            self, view_group=metrics_view.view,
+            log_end_offset=lambda topic, partition: topiclog.log_end_offset(self.broker, topic,
+                                                                            partition))
         self.registry = build_registry()
         self.dispatcher = Dispatcher(self.broker, self.registry)
         self.servers: list[KafkaServer] = []

@@ -10,6 +10,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from assignors import bench as assignor_bench
+from coordinator.config.properties import read_properties
+from coordinator.metadata.log import METADATA_TOPIC
+from coordinator.observability.logs import configure_logging, get_logger
 from storage.dump import dump
 from storage.errors import CorruptLogError
 
@@ -18,9 +21,6 @@ from .bench import produce_consume as produce_consume_bench
 from .bench import store as store_bench
 from .bench import storm as storm_bench
 from .config import ConfigError, ServerConfig
-from .config.properties import read_properties
-from .logs import configure_logging, get_logger
-from .metadata_log import METADATA_TOPIC
 
 
 def _parse_override(text: str) -> tuple[str, str]:
@@ -87,8 +87,9 @@ def serve(args: argparse.Namespace) -> int:
         return 2
     for key in sorted(config.unknown):
         log.warning("unknown configuration key ignored", key=key)
+    from coordinator.metadata.meta_properties import MetaPropertiesError
+
     from .app import App
-    from .meta_properties import MetaPropertiesError
 
     try:
         app = App(config)

@@ -11,6 +11,9 @@ import inspect
 from collections.abc import Awaitable
 from typing import Any
 
+from coordinator.apis.api_versions import unsupported_version_frame
+from coordinator.metadata.broker import Broker
+from coordinator.observability.logs import get_logger
 from protocol import (
     ErrorCode,
     ProtocolError,
@@ -26,9 +29,6 @@ from protocol import (
 )
 
 from .apis import ApiRegistry, RequestContext
-from .apis.api_versions import unsupported_version_frame
-from .broker import Broker
-from .logs import get_logger
 
 log = get_logger("coordinator.dispatch")
 

@@ -13,10 +13,10 @@ import struct
 
 import anyio
 
+from coordinator.observability.logs import get_logger
 from protocol import api_name, peek_fixed
 
 from .dispatch import CloseConnection, Dispatcher
-from .logs import get_logger
 
 log = get_logger("coordinator.server")
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from ..groups.assignment_forms import by_topic_id
-from ..groups.consumer_describe import GroupDescription, describe
-from ..groups.consumer_env import env_for
-from ..groups.consumer_model import Assignment
-from ..runtime import CoordinatorError
+from coordinator.groups.consumer.assignment_forms import by_topic_id
+from coordinator.groups.consumer.describe import GroupDescription, describe
+from coordinator.groups.consumer.env import env_for
+from coordinator.groups.consumer.model import Assignment
+from coordinator.runtime import CoordinatorError
+
 from .context import RequestContext
 
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)

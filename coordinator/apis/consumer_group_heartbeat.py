@@ -7,10 +7,16 @@ import datetime
 import uuid
 from typing import Any
 
-from ..groups.assignment_forms import by_topic_id
-from ..groups.consumer import HeartbeatRequest, HeartbeatResponse, heartbeat, validate
-from ..groups.consumer_env import ConsumerGroupEnv, env_for
-from ..runtime import CoordinatorError
+from coordinator.groups.consumer.assignment_forms import by_topic_id
+from coordinator.groups.consumer.env import ConsumerGroupEnv, env_for
+from coordinator.groups.consumer.heartbeat import (
+    HeartbeatRequest,
+    HeartbeatResponse,
+    heartbeat,
+    validate,
+)
+from coordinator.runtime import CoordinatorError
+
 from .context import RequestContext
 
 _ONE_MS = datetime.timedelta(milliseconds=1)

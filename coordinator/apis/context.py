@@ -6,9 +6,8 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
+from coordinator.metadata.broker import Broker
 from protocol import RequestHeader, Schema, make
-
-from ..broker import Broker
 
 
 @dataclass(slots=True)

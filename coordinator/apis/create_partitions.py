@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from coordinator.metadata.topic_admin import TopicError, add_partitions
 from protocol import ErrorCode
 
-from ..topic_admin import TopicError, add_partitions
 from .context import RequestContext
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from coordinator.config.definitions import TOPIC_CONFIGS
+from coordinator.metadata.topic_admin import TopicError, create_topic
 from protocol import ErrorCode
 
-from ..config.definitions import TOPIC_CONFIGS
-from ..topic_admin import TopicError, create_topic
 from .context import RequestContext
 
 DEFAULT_CONFIG, DYNAMIC_TOPIC_CONFIG = 5, 1

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..groups import admin
+from coordinator.groups import admin
+
 from .context import RequestContext
 from .group_common import run_on_group
 

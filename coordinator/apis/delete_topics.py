@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from coordinator.metadata.topic_admin import TopicError, delete_topic
 from protocol import ErrorCode
 
-from ..topic_admin import TopicError, delete_topic
 from .context import RequestContext
 
 

@@ -6,14 +6,14 @@ import inspect
 from collections.abc import Iterable
 from typing import Any
 
+from coordinator.config import ConfigDef
+from coordinator.config.definitions import TOPIC_CONFIGS
+from coordinator.config.model import ConfigType
+from coordinator.groups.common import group_configs
+from coordinator.metadata.topic_names import InvalidTopicName, validate_topic_name
+from coordinator.runtime import CoordinatorError
 from protocol import ErrorCode
 
-from ..config import ConfigDef
-from ..config.definitions import TOPIC_CONFIGS
-from ..config.model import ConfigType
-from ..groups import group_configs
-from ..runtime import CoordinatorError
-from ..topic_names import InvalidTopicName, validate_topic_name
 from .context import RequestContext
 
 TOPIC, BROKER, GROUP = 2, 4, 32

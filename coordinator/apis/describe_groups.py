@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from coordinator.groups import admin
+from coordinator.runtime import CoordinatorError
 from protocol import ErrorCode
 
-from ..groups import admin
-from ..runtime import CoordinatorError
 from .context import RequestContext
 
 # DESCRIBE, DELETE, READ: a group's operations with no ACLs.

@@ -13,10 +13,10 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from coordinator import topiclog
+from coordinator.topiclog import PartitionLog, TopicLogs
 from protocol import ErrorCode
 
-from .. import topiclog
-from ..topiclog import PartitionLog, TopicLogs
 from .context import RequestContext
 
 INVALID_SESSION_ID = 0

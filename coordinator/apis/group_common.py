@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from coordinator.runtime import CoordinatorError, Result
 from protocol import ErrorCode
 
-from ..runtime import CoordinatorError, Result
 from .context import RequestContext
 
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..groups import classic_session
+from coordinator.groups import classic_protocol
+from coordinator.groups.classic import session as classic_session
+
 from .context import RequestContext
 from .group_common import run_on_group
 
@@ -14,6 +16,6 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         request.group_id, request.generation_id, request.member_id,
         getattr(request, "group_instance_id", None))
     error = await run_on_group(ctx, request.group_id,
-                               lambda shard, now: classic_session.heartbeat(shard, beat, now),
+                               lambda shard, now: classic_protocol.heartbeat(shard, beat, now),
                                "Heartbeat")
     return ctx.respond(error_code=error)

@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from coordinator.groups.common import group_configs
+from coordinator.runtime import CoordinatorError, Result
 from protocol import ErrorCode
 
-from ..groups import group_configs
-from ..runtime import CoordinatorError, Result
 from .context import RequestContext
 
 GROUP = 32

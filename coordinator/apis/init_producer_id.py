@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from coordinator import topiclog
 from protocol import ErrorCode
 
-from .. import topiclog
 from .context import RequestContext
 
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
+from coordinator.groups import classic_protocol
+from coordinator.groups.classic import join as classic
 from protocol import ErrorCode
 
-from ..groups import classic
 from .context import RequestContext
 from .group_common import client_host, run_on_group
 
@@ -31,8 +32,9 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         protocols=tuple((p.name, bytes(p.metadata)) for p in request.protocols),
         client_id=ctx.header.client_id or "", client_host=client_host(ctx),
         require_known_member_id=ctx.version >= 4, reason=getattr(request, "reason", None))
-    outcome = await run_on_group(ctx, request.group_id,
-                                 lambda shard, now: classic.join(shard, join, now), "JoinGroup")
+    outcome = await run_on_group(
+        ctx, request.group_id, lambda shard, now: classic_protocol.join(shard, join, now),
+        "JoinGroup")
     if isinstance(outcome, ErrorCode):
         outcome = classic.JoinOutcome(outcome, request.member_id)
     return ctx.respond(

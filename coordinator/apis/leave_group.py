@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from coordinator.groups import classic_protocol
 from protocol import ErrorCode
 
-from ..groups import classic_session
 from .context import RequestContext
 from .group_common import run_on_group
 
@@ -19,7 +19,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         members = [(request.member_id, None, None)]
     outcome = await run_on_group(
         ctx, request.group_id,
-        lambda shard, now: classic_session.leave(shard, request.group_id, members, now),
+        lambda shard, now: classic_protocol.leave(shard, request.group_id, members, now),
         "LeaveGroup")
     if isinstance(outcome, ErrorCode):
         return ctx.respond(error_code=outcome, members=())

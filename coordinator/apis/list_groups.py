@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from coordinator.groups import admin
+from coordinator.runtime import CoordinatorError, PartitionState
 from protocol import ErrorCode
 
-from ..groups import admin
-from ..runtime import CoordinatorError, PartitionState
 from .context import RequestContext
 
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from coordinator import topiclog
+from coordinator.topiclog import PartitionLog
+from coordinator.topiclog.partition import LEADER_EPOCH
 from protocol import ErrorCode
 
-from .. import topiclog
-from ..topiclog import PartitionLog
-from ..topiclog.partition import LEADER_EPOCH
 from .context import RequestContext
 
 LATEST = -1

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from typing import Any
 
+from coordinator.metadata.image import TopicImage
+from coordinator.metadata.topic_admin import TopicError, create_topic
+from coordinator.metadata.topic_names import InvalidTopicName, validate_topic_name
 from protocol import ErrorCode
 
-from ..metadata_image import TopicImage
-from ..topic_admin import TopicError, create_topic
-from ..topic_names import InvalidTopicName, validate_topic_name
 from .context import RequestContext
 
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)

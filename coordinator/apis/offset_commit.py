@@ -8,11 +8,12 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
+from coordinator.groups.commit_validation import validate_commit
+from coordinator.groups.common import offsets
+from coordinator.observability import sensors
+from coordinator.runtime import CoordinatorError, Result
 from protocol import ErrorCode
 
-from .. import observability, offsets
-from ..groups.commit_validation import validate_commit
-from ..runtime import CoordinatorError, Result
 from .context import RequestContext
 
 _ONE_MS = datetime.timedelta(milliseconds=1)
@@ -71,7 +72,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                                           name="OffsetCommit", group_id=request.group_id)
             errors.update({(refs[topic], partition): error
                            for (topic, partition), error in outcome.items()})
-            observability.record_offset_commits(sum(e is ErrorCode.none for e in outcome.values()))
+            sensors.record_offset_commits(sum(e is ErrorCode.none for e in outcome.values()))
         except CoordinatorError as exc:
             errors.update({(refs[c.topic], c.partition): exc.code for c in accepted})
     return ctx.respond(topics=tuple(

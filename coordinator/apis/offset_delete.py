@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from coordinator.groups import admin
+from coordinator.observability import sensors
 from protocol import ErrorCode
 
-from .. import observability
-from ..groups import admin
 from .context import RequestContext
 from .group_common import run_on_group
 
@@ -23,7 +23,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     error, errors = outcome
     if error is not ErrorCode.none:
         return ctx.respond(error_code=error, topics=())
-    observability.record_offsets_deleted(sum(e is ErrorCode.none for e in errors.values()))
+    sensors.record_offsets_deleted(sum(e is ErrorCode.none for e in errors.values()))
     return ctx.respond(error_code=ErrorCode.none, topics=tuple(
         ctx.nested("OffsetDeleteResponseTopic", name=t.name, partitions=tuple(
             ctx.nested("OffsetDeleteResponsePartition", partition_index=p.partition_index,

@@ -10,10 +10,10 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from coordinator.groups.common import offsets
+from coordinator.runtime import CoordinatorError
 from protocol import ErrorCode
 
-from .. import offsets
-from ..runtime import CoordinatorError
 from .context import RequestContext
 
 _TOPIC = ("OffsetFetchResponseTopics", "OffsetFetchResponseTopic")

@@ -9,11 +9,11 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
+from coordinator import topiclog
+from coordinator.observability.logs import get_logger
+from coordinator.topiclog import AppendResult, BatchError
 from protocol import ErrorCode
 
-from .. import topiclog
-from ..logs import get_logger
-from ..topiclog import AppendResult, BatchError
 from .context import RequestContext
 
 log = get_logger("coordinator.apis.produce")

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from coordinator.groups import classic_protocol
+from coordinator.groups.classic import join as classic
 from protocol import ErrorCode
 
-from ..groups import classic, classic_session
 from .context import RequestContext
 from .group_common import run_on_group
 
@@ -20,7 +21,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         protocol_name=getattr(request, "protocol_name", None),
         assignments=tuple((a.member_id, bytes(a.assignment)) for a in request.assignments))
     outcome = await run_on_group(ctx, request.group_id,
-                                 lambda shard, now: classic_session.sync(shard, sync, now),
+                                 lambda shard, now: classic_protocol.sync(shard, sync, now),
                                  "SyncGroup")
     if isinstance(outcome, ErrorCode):
         outcome = classic.SyncOutcome(outcome)

@@ -23,12 +23,13 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
-from .background_stats import BackgroundStats
-from .logs import get_logger
+from coordinator.observability.logs import get_logger
+
+from .stats import BackgroundStats
 
 log = get_logger("coordinator.executor")
 
-PRELOAD = ("coordinator.groups.assignor_job",)
+PRELOAD = ("coordinator.groups.common.assignor_job",)
 """Modules the forkserver imports once, so each worker starts with them loaded."""
 
 Task = Callable[[Any], Any]

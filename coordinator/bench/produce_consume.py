@@ -3,7 +3,8 @@ confluent-kafka and consumed by an assign-based confluent-kafka consumer through
 and the end-to-end latency (produce call to consumer poll) percentiles.
 
 Each value starts with the producer's send time (ns), so the consumer measures latency without
-a shared clock beyond this process.
+a shared clock beyond this process. confluent-kafka (the ``dev`` extra) is imported when the
+bench runs, so that the CLI, and with it ``make run``, needs only the server's dependencies.
 """
 
 from __future__ import annotations
@@ -17,10 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
-
-from ..testing import ServerProcess
+from coordinator.testing import ServerProcess
 
 TOPIC = "bench-produce-consume"
 _STAMP = struct.Struct(">q")
@@ -47,6 +45,8 @@ class _Reader(threading.Thread):
         self.stop = threading.Event()
 
     def run(self) -> None:
+        from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
         consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": "bench-reader",
                              "enable.auto.commit": False, "fetch.wait.max.ms": 100})
         consumer.assign([TopicPartition(TOPIC, p, OFFSET_BEGINNING)
@@ -74,6 +74,9 @@ def run_bench(bootstrap: str, records: int, size: int, partitions: int,
               acks: str, rate: int = 0) -> dict[str, Any]:
     """One run; ``rate`` > 0 paces the producer at that many records/s (latency at a given
     load rather than at saturation, where it is mostly queueing in the producer)."""
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(TOPIC, partitions, 1)])[TOPIC].result(10)
     reader = _Reader(bootstrap, partitions, records)

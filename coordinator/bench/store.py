@@ -15,9 +15,8 @@ from kafka import KafkaConsumer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.structs import OffsetAndMetadata
 
+from coordinator.testing import ServerProcess
 from storage.bench import run_store_replay
-
-from ..testing import ServerProcess
 
 TOPIC = "bench-commits"
 PARTITIONS = 8

@@ -29,14 +29,9 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from ..testing import ServerProcess
-from .storm_client import (
-    Member,
-    Wire,
-    create_topics,
-    describe_group,
-    set_group_configs,
-)
+from coordinator.testing import ServerProcess
+
+from .storm_client import Member, Wire, create_topics, describe_group, set_group_configs
 
 SETTINGS = "0:off,1000:off,1000:on"
 LARGE_GROUP = "storm-large"

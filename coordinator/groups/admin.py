@@ -5,12 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from coordinator.groups.classic.consumer_protocol import subscribed_topics
+from coordinator.groups.classic.model import CONSUMER_PROTOCOL_TYPE, ClassicGroup, ClassicGroupState
+from coordinator.runtime import Result
 from protocol import ErrorCode
 from storage.records import OffsetCommitKey
-
-from ..runtime import Result
-from .classic_model import CONSUMER_PROTOCOL_TYPE, ClassicGroup, ClassicGroupState
-from .consumer_protocol import subscribed_topics
 
 DEAD = "Dead"
 

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from coordinator.groups.classic.model import ClassicGroup
+from coordinator.groups.classic.session import validate_offset_commit
+from coordinator.groups.common.offsets import OffsetCommit
 from protocol import ErrorCode
-
-from ..offsets import OffsetCommit
-from .classic_model import ClassicGroup
-from .classic_session import validate_offset_commit
 
 
 def validate_commit(shard: Any, commit: OffsetCommit) -> ErrorCode | None:

@@ -11,27 +11,21 @@ Expirations are tombstone records.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
+from coordinator.groups.classic.model import ClassicGroup, ClassicGroupState
+from coordinator.groups.common.configs import OffsetsRetention
+from coordinator.groups.common.shard import CoordinatorShard
+from coordinator.observability import sensors
+from coordinator.observability.logs import get_logger
+from coordinator.runtime import Result
 from storage.records import OffsetCommitKey
 
-from .. import observability
-from ..logs import get_logger
-from ..runtime import Result
-from ..shard import LOAD_HOOKS, CoordinatorShard
 from .admin import _subscribed
-from .classic_model import ClassicGroup, ClassicGroupState
 
 log = get_logger("coordinator.groups.expiration")
 
 TIMER_KEY = ("offsets-expiration",)
-
-
-@dataclass(frozen=True, slots=True)
-class OffsetsRetention:
-    retention_ms: int
-    check_interval_ms: int
 
 
 def _expired(shard: Any, group_id: str, now: int, retention_ms: int) -> list[tuple[str, int]]:
@@ -86,15 +80,13 @@ def expire_offsets(shard: Any, now: int) -> Result:
     def effect() -> None:
         for group_id in removed:
             shard.groups.pop(group_id, None)
-        observability.record_offsets_expired(expired_count)
-        _arm(shard, now)
+        sensors.record_offsets_expired(expired_count)
+        arm(shard, now)
 
     return Result(tuple(records), len(records), (), effect)
 
 
-def _arm(shard: CoordinatorShard, now: int) -> None:
+def arm(shard: CoordinatorShard, now: int) -> None:
     retention: OffsetsRetention = shard.offsets_retention
     shard.timers.schedule(TIMER_KEY, now + retention.check_interval_ms, expire_offsets)
 
-
-LOAD_HOOKS.append(_arm)

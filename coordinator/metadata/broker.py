@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .clock import Clock, SystemClock
-from .config import ServerConfig
-from .metadata_image import MetadataImage
-from .metadata_log import MetadataLog
-from .runtime import CoordinatorRuntime
+from coordinator.config import ServerConfig
+from coordinator.runtime import CoordinatorRuntime
+from coordinator.runtime.clock import Clock, SystemClock
+
+from .image import MetadataImage
+from .log import MetadataLog
 
 
 @dataclass(slots=True)

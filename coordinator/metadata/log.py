@@ -10,12 +10,12 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+from coordinator.observability.logs import get_logger
+from coordinator.runtime.clock import Clock
 from storage.log import PartitionLog
 from storage.records import TopicMetadataKey, TopicMetadataValue, decode_record, encode_record
 
-from .clock import Clock
-from .logs import get_logger
-from .metadata_image import MetadataImage, TopicImage
+from .image import MetadataImage, TopicImage
 
 METADATA_TOPIC = "__cluster_metadata"
 SEGMENT_BYTES = 16 * 1024 * 1024

@@ -7,7 +7,7 @@ import os
 import uuid
 from pathlib import Path
 
-from .config.properties import read_properties
+from coordinator.config.properties import read_properties
 
 FILE_NAME = "meta.properties"
 

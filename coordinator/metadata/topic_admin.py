@@ -9,14 +9,14 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from coordinator.config import ConfigError
+from coordinator.config.definitions import TOPIC_CONFIGS_BY_NAME
+from coordinator.observability.logs import get_logger
 from protocol import ErrorCode
 
 from .broker import Broker
-from .config import ConfigError
-from .config.definitions import TOPIC_CONFIGS_BY_NAME
-from .logs import get_logger
-from .metadata_image import TopicImage
-from .metadata_log import topic_record
+from .image import TopicImage
+from .log import topic_record
 from .topic_names import InvalidTopicName, validate_topic_name
 
 log = get_logger("coordinator.topic_admin")

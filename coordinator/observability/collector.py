@@ -11,8 +11,8 @@ Two kinds of metrics, all named as the JMX exporter names Kafka's
   ``consumer-lag{group,topic,partition}`` (log end offset minus committed offset, for the
   partitions the data plane holds), and seed 000's ``background-*`` metrics from the
   background executor's statistics.
-* **Sensors fed by events** (:func:`record_offset_commits` and friends, called from the
-  coordinator's code): ``event-queue-time-ms-*``, ``event-processing-time-ms-*``,
+* **Sensors fed by events** (the hooks of :mod:`coordinator.observability.sensors`, called from
+  the coordinator's code): ``event-queue-time-ms-*``, ``event-processing-time-ms-*``,
   ``thread-idle-ratio-min/-avg``, ``offset-commit-*``, ``offset-expired-*``,
   ``offset-deletion-*``, ``consumer-group-rebalance-*``, ``assignor-run-time-ms{group,assignor}``
   (histogram), ``partitions-moved{group}`` (histogram).
@@ -23,8 +23,9 @@ most ``snapshot_timeout_s``; if the loop is busy longer (an inline assignor run 
 very thing seed 000 measures), the scrape serves the previous snapshot and counts a
 ``stale-scrape-count``. Sensors are thread-safe themselves.
 
-This module imports only ``metrics`` and the standard library at import time (the group modules
-import it for the hooks); coordinator types are imported where they are used.
+This module imports only ``metrics`` and the standard library: what it reads of groups (their
+type, state and epochs) and of the data plane (log end offsets) is handed to it by the wiring
+(``coordinator.app``), so that the packages it observes never form a cycle with it.
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from metrics import (
@@ -44,93 +46,60 @@ from metrics import (
 )
 from metrics import start_exporter as _start_exporter
 
+from . import sensors
+
 CONSUMER_GROUP_STATES = ("empty", "assigning", "reconciling", "stable", "dead")
 CLASSIC_GROUP_STATES = ("empty", "preparingrebalance", "completingrebalance", "stable", "dead")
 PARTITION_STATES = ("loading", "active", "failed")
 PROTOCOLS = ("classic", "consumer")
 BACKGROUND_SUFFIXES = ("p50", "p95", "p99", "p999", "max")
 
-_installed: Observability | None = None
+@dataclass(frozen=True, slots=True)
+class GroupView:
+    """What the metrics read of one group: its protocol (``classic``, ``consumer``, ...), its
+    state in lower case, and for consumer groups (KIP-848) its group and target assignment
+    epochs."""
+
+    protocol: str
+    state: str
+    group_epoch: int | None = None
+    assignment_epoch: int | None = None
 
 
-# ---------------------------------------------------------------------------------- hooks
-# Called from the coordinator's code on the event loop; no-ops until ``install``.
-def record_offset_commits(count: int) -> None:
-    """``count`` offsets were committed (durably)."""
-    if _installed is not None and count > 0:
-        _installed.offset_commits.record(count)
-
-
-def record_offsets_expired(count: int) -> None:
-    if _installed is not None and count > 0:
-        _installed.offsets_expired.record(count)
-
-
-def record_offsets_deleted(count: int) -> None:
-    if _installed is not None and count > 0:
-        _installed.offset_deletions.record(count)
-
-
-def record_rebalance(group_id: str) -> None:
-    """A consumer group's epoch was bumped (a new rebalance starts)."""
-    if _installed is not None:
-        _installed.rebalances.record(1)
-
-
-def record_assignment(group_id: str, assignor: str, duration_ms: float, moved: int) -> None:
-    """An assignor run for ``group_id`` took ``duration_ms`` and gave ``moved`` partitions to
-    members whose target did not have them."""
-    if _installed is not None:
-        _installed.assignor_runs.labels(group_id, assignor).observe(duration_ms)
-        _installed.partitions_moved.labels(group_id).observe(moved)
-
-
-def partitions_moved(before: Mapping[str, Mapping[Any, Iterable[int]]],
-                     after: Mapping[str, Mapping[Any, Iterable[int]]]) -> int:
-    """How many (topic, partition) each member has in ``after`` but not in ``before``, summed:
-    a partition moving from one member to another counts once, a new one counts once."""
-    moved = 0
-    for member_id, assignment in after.items():
-        old = before.get(member_id, {})
-        for topic, partitions in assignment.items():
-            moved += len(set(partitions) - set(old.get(topic, ())))
-    return moved
-
-
-def record_offloaded_run(job: Any, outcome: Any) -> None:
-    """An offloaded run's result (``assignor_job.AssignorJob`` and ``JobResult``): its duration
-    in the worker and the partitions it moved relative to the targets it started from (counted
-    by the worker, which has both at hand)."""
-    if _installed is None:
-        return
-    record_assignment(job.group_id, job.assignor, outcome.assign_ms, outcome.moved)
+GroupViewer = Callable[[Any], GroupView]
+LogEndOffsets = Callable[[str, int], "int | None"]
 
 
 # ---------------------------------------------------------------------------------- wiring
-def install(app: Any, *, config: WindowConfig | None = None) -> Observability:
-    """Metrics for ``app`` (a ``coordinator.app.App``): the runtime's event listener, the hooks,
-    and the collectors. The exporter starts with :meth:`Observability.start_exporter`."""
-    global _installed
-    observability = Observability(app.runtime, app.broker, getattr(app, "executor", None),
+def install(app: Any, *, view_group: GroupViewer | None = None,
+            log_end_offset: LogEndOffsets | None = None,
+            config: WindowConfig | None = None) -> Observability:
+    """Metrics for ``app`` (a ``coordinator.app.App``): the runtime's event listener, the
+    sensors the hooks feed, and the collectors. ``view_group`` tells a group's type and state
+    (``coordinator.groups.metrics.view``), ``log_end_offset`` a partition's log end offset for
+    the lag metrics. The exporter starts with :meth:`Observability.start_exporter`."""
+    observability = Observability(app.runtime, getattr(app, "executor", None),
+                                  view_group=view_group, log_end_offset=log_end_offset,
                                   config=config)
     app.runtime.event_listener = observability.on_event
-    _installed = observability
+    sensors.attach(observability)
     return observability
 
 
 def uninstall(observability: Observability) -> None:
-    global _installed
-    if _installed is observability:
-        _installed = None
+    sensors.detach(observability)
 
 
 class Observability:
-    def __init__(self, runtime: Any, broker: Any = None, executor: Any = None, *,
+    def __init__(self, runtime: Any, executor: Any = None, *,
+                 view_group: GroupViewer | None = None,
+                 log_end_offset: LogEndOffsets | None = None,
                  config: WindowConfig | None = None, registry: MetricsRegistry | None = None,
                  snapshot_timeout_s: float = 2.0) -> None:
         self.runtime = runtime
-        self.broker = broker
         self.executor = executor
+        self.view_group = view_group
+        self.log_end_offset = log_end_offset
         self.snapshot_timeout_s = snapshot_timeout_s
         r = self.registry = registry or MetricsRegistry(config=config)
         self.event_queue_time = r.percentiles(
@@ -246,12 +215,9 @@ class Observability:
         return out
 
     def _group_metrics(self) -> list[Measurement]:
-        from .groups.classic_model import ClassicGroup
-        from .groups.consumer_model import ConsumerGroup
-
         protocols = dict.fromkeys(PROTOCOLS, 0)
-        consumer_states = dict.fromkeys(CONSUMER_GROUP_STATES, 0)
-        classic_states = dict.fromkeys(CLASSIC_GROUP_STATES, 0)
+        states = {"consumer": dict.fromkeys(CONSUMER_GROUP_STATES, 0),
+                  "classic": dict.fromkeys(CLASSIC_GROUP_STATES, 0)}
         per_group: list[Measurement] = []
         lags: list[Measurement] = []
         offsets = 0
@@ -259,23 +225,20 @@ class Observability:
             shard = partition.shard
             if shard is None or partition.state.value != "active":
                 continue
-            for group_id, group in list(shard.groups.items()):
-                if isinstance(group, ConsumerGroup):
-                    protocols["consumer"] += 1
-                    state = str(group.state).lower()
-                    consumer_states[state] = consumer_states.get(state, 0) + 1
-                    per_group.append(_m("target-assignment-epoch", group.assignment_epoch,
-                                        "The consumer group's target assignment epoch",
-                                        group=group_id))
-                    per_group.append(_m("group-epoch", group.group_epoch,
-                                        "The consumer group's group epoch", group=group_id))
-                elif isinstance(group, ClassicGroup):
-                    protocols["classic"] += 1
-                    state = group.state.value.lower()
-                    classic_states[state] = classic_states.get(state, 0) + 1
-                else:
-                    kind = str(getattr(group, "group_type", type(group).__name__)).lower()
-                    protocols[kind] = protocols.get(kind, 0) + 1
+            if self.view_group is not None:
+                for group_id, group in list(shard.groups.items()):
+                    view = self.view_group(group)
+                    protocols[view.protocol] = protocols.get(view.protocol, 0) + 1
+                    by_state = states.get(view.protocol)
+                    if by_state is not None:
+                        by_state[view.state] = by_state.get(view.state, 0) + 1
+                    if view.assignment_epoch is not None:
+                        per_group.append(_m("target-assignment-epoch", view.assignment_epoch,
+                                            "The consumer group's target assignment epoch",
+                                            group=group_id))
+                    if view.group_epoch is not None:
+                        per_group.append(_m("group-epoch", view.group_epoch,
+                                            "The consumer group's group epoch", group=group_id))
             for group_id in list(shard.offsets.groups()):
                 committed = shard.offsets.group(group_id)
                 offsets += len(committed)
@@ -283,21 +246,19 @@ class Observability:
         out = [_m("group-count", n, "Groups by protocol", protocol=p)
                for p, n in protocols.items()]
         out += [_m("consumer-group-count", n, "Consumer groups by state", state=s)
-                for s, n in consumer_states.items()]
+                for s, n in states["consumer"].items()]
         out += [_m("classic-group-count", n, "Classic groups by state", state=s)
-                for s, n in classic_states.items()]
+                for s, n in states["classic"].items()]
         out.append(_m("offset-count", offsets, "Committed offsets held"))
         return out + per_group + lags
 
     def _lags(self, group_id: str, committed: Mapping[tuple[str, int], Any]
               ) -> list[Measurement]:
-        if self.broker is None:
+        if self.log_end_offset is None:
             return []
-        from . import topiclog
-
         out = []
         for (topic, partition), offset in committed.items():
-            end = topiclog.log_end_offset(self.broker, topic, partition)
+            end = self.log_end_offset(topic, partition)
             if end is None or offset.offset < 0:
                 continue
             out.append(_m("consumer-lag", max(0, end - offset.offset),

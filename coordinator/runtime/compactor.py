@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import asyncio
 
+from coordinator.observability.logs import get_logger
 from storage.compaction import compact
 
+from . import CoordinatorRuntime, PartitionState
 from .clock import Clock
-from .logs import get_logger
-from .runtime import CoordinatorRuntime, PartitionState
 
 log = get_logger("coordinator.compactor")
 

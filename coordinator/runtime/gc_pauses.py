@@ -17,7 +17,7 @@ import asyncio
 import gc
 import time
 
-from .logs import get_logger
+from coordinator.observability.logs import get_logger
 
 log = get_logger("coordinator.gc")
 

@@ -28,14 +28,14 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, Protocol
 
+from coordinator.observability.logs import get_logger
 from protocol import ErrorCode
 from storage.budget import SizeBudget
 from storage.errors import StorageError
 from storage.log import PartitionLog
 from storage.records import decode_record, encode_record
 
-from ..clock import Clock
-from ..logs import get_logger
+from .clock import Clock
 from .errors import CoordinatorError, load_in_progress, not_available, write_failed
 from .partitioner import partition_for
 from .result import Pending, Result

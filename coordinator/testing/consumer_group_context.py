@@ -9,14 +9,19 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from coordinator.groups.common.offload import AssignorRun, chunks, run_inline
+from coordinator.groups.consumer.env import ConsumerGroupEnv, ConsumerGroupSettings
+from coordinator.groups.consumer.heartbeat import (
+    HeartbeatRequest,
+    HeartbeatResponse,
+    heartbeat,
+    validate,
+)
+from coordinator.groups.consumer.model import Assignment, ConsumerGroup, ConsumerGroupMember
+from coordinator.groups.consumer.offload import install
+from coordinator.groups.replay import new_shard
+from coordinator.runtime import CoordinatorError, Result
 from storage.records import decode_record, encode_record
-
-from ..runtime import CoordinatorError, Result
-from ..shard import CoordinatorShard
-from .consumer import HeartbeatRequest, HeartbeatResponse, heartbeat, validate
-from .consumer_env import ConsumerGroupEnv, ConsumerGroupSettings
-from .consumer_model import Assignment, ConsumerGroup, ConsumerGroupMember
-from .offload import AssignorRun, chunks, install, run_inline
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +63,7 @@ class ConsumerGroupContext:
         replayed decoded again, as a load replays them; ``replay_as_written`` replays the
         objects the handler built, as the runtime does after appending them."""
         self.replay_as_written = replay_as_written
-        self.shard = CoordinatorShard(0)
+        self.shard = new_shard(0)
         self.topics = Topics()
         self.offloader = ManualOffloader() if offload else None
         self.env = ConsumerGroupEnv(settings or ConsumerGroupSettings(), self.topics,

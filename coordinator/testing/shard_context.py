@@ -8,7 +8,7 @@ replayed is what a reload would read) and replayed into the shard at increasing 
 ``advance(ms)`` moves the clock and runs the timers that came due, each as a write event.
 
     ctx = ShardContext({"group.initial.rebalance.delay.ms": 0})
-    response = ctx.run(lambda shard, now: classic.join(shard, request, now))
+    response = ctx.run(lambda shard, now: classic_protocol.join(shard, request, now))
     ctx.advance(10_000)                      # session timeouts fire
     ctx.answer(classic.join_key("g", m1))    # what a waiting JoinGroup was answered
 """
@@ -19,12 +19,11 @@ from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from coordinator.config import ServerConfig
+from coordinator.groups.replay import new_shard
+from coordinator.runtime import Pending, Result
+from coordinator.runtime.clock import ManualClock
 from storage.records import decode_record, encode_record
-
-from ..clock import ManualClock
-from ..config import ServerConfig
-from ..runtime import Pending, Result
-from ..shard import CoordinatorShard
 
 Handler = Callable[[Any, int], Result]
 
@@ -53,7 +52,7 @@ class ShardContext:
         self.clock = ManualClock(now_ms)
         self.partition = partition
         self.codec = codec
-        self.shard = CoordinatorShard(partition, self.config)
+        self.shard = new_shard(partition, self.config)
         self.written: list[Written] = []
         self.completed: dict[Hashable, Any] = {}  # answers given to waiting requests, by key
         self.completion_log: list[tuple[Hashable, Any]] = []  # every completion, in order

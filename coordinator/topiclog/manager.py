@@ -18,11 +18,12 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..clock import Clock, SystemClock
-from ..config import ServerConfig
-from ..config.definitions import TOPIC_CONFIGS_BY_NAME
-from ..logs import get_logger
-from ..metadata_image import ChangeKind, MetadataImage, TopicChange, TopicImage
+from coordinator.config import ServerConfig
+from coordinator.config.definitions import TOPIC_CONFIGS_BY_NAME
+from coordinator.metadata.image import ChangeKind, MetadataImage, TopicChange, TopicImage
+from coordinator.observability.logs import get_logger
+from coordinator.runtime.clock import Clock, SystemClock
+
 from .partition import (
     LogConfig,
     PartitionLog,

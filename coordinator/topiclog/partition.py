@@ -25,19 +25,11 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from coordinator.observability.logs import get_logger
 from protocol import ErrorCode
 from storage.segment import fsync_dir
 
-from ..logs import get_logger
-from .batch import (
-    ZSTD,
-    BatchError,
-    assign,
-    read_header,
-    record_timestamps,
-    split_batches,
-    validate,
-)
+from .batch import ZSTD, BatchError, assign, read_header, record_timestamps, split_batches, validate
 from .producers import ProducerState
 from .segment import NO_TIMESTAMP, Segment
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from hypothesis import given
 from hypothesis import strategies as st
 
-from coordinator.groups.assignor_job import (
+from coordinator.groups.common.assignor_job import (
     TargetIndexCache,
     build_job,
     pack_target,

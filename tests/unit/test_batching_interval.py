@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from coordinator.apis.incremental_alter_configs import SET, alter
 from coordinator.config import ServerConfig
-from coordinator.groups.consumer_env import ConsumerGroupSettings
-from coordinator.groups.consumer_testing import ConsumerGroupContext
+from coordinator.groups.consumer.env import ConsumerGroupSettings
+from coordinator.testing.consumer_group_context import ConsumerGroupContext
 from storage.records import ConsumerGroupTargetAssignmentMetadataValue
 
 BROKER = ServerConfig.from_sources({})

@@ -11,12 +11,13 @@ import pytest
 from kio.schema.consumer_protocol_subscription.v0.data import ConsumerProtocolSubscription
 from kio.serial import entity_writer
 
-from coordinator import offsets
-from coordinator.groups import admin, classic, classic_session
-from coordinator.groups.classic import JoinOutcome, JoinRequest, SyncOutcome, SyncRequest
-from coordinator.groups.classic_model import ClassicGroup, ClassicGroupState
-from coordinator.groups.classic_session import HeartbeatRequest
+from coordinator.groups import admin, classic_protocol
+from coordinator.groups.classic import join as classic
+from coordinator.groups.classic.join import JoinOutcome, JoinRequest, SyncOutcome, SyncRequest
+from coordinator.groups.classic.model import ClassicGroup, ClassicGroupState
+from coordinator.groups.classic.session import HeartbeatRequest
 from coordinator.groups.commit_validation import validate_commit
+from coordinator.groups.common import offsets
 from coordinator.groups.expiration import TIMER_KEY, expire_offsets
 from coordinator.runtime import Pending, Result
 from coordinator.testing import ShardContext
@@ -53,7 +54,7 @@ def join(ctx: ShardContext, member_id: str = "", *, instance: str | None = None,
                           session_timeout_ms=session, rebalance_timeout_ms=rebalance,
                           protocol_type=protocol_type, protocols=protocols, client_id=client,
                           client_host="/127.0.0.1", require_known_member_id=v4)
-    return ctx.run(lambda shard, now: classic.join(shard, request, now))
+    return ctx.run(lambda shard, now: classic_protocol.join(shard, request, now))
 
 
 def new_member(ctx: ShardContext, **kwargs: Any) -> tuple[str, Any]:
@@ -73,18 +74,18 @@ def sync(ctx: ShardContext, member_id: str, generation: int, *,
          protocol_name: str | None = None, group: str = G) -> Any:
     request = SyncRequest(group, generation, member_id, instance, "consumer", protocol_name,
                           tuple((assignments or {}).items()))
-    return ctx.run(lambda shard, now: classic_session.sync(shard, request, now))
+    return ctx.run(lambda shard, now: classic_protocol.sync(shard, request, now))
 
 
 def heartbeat(ctx: ShardContext, member_id: str, generation: int, *,
               instance: str | None = None, group: str = G) -> ErrorCode:
     request = HeartbeatRequest(group, generation, member_id, instance)
-    return ctx.run(lambda shard, now: classic_session.heartbeat(shard, request, now))
+    return ctx.run(lambda shard, now: classic_protocol.heartbeat(shard, request, now))
 
 
 def leave(ctx: ShardContext, *members: tuple[str, str | None], group: str = G) -> list[ErrorCode]:
     batch = [(member_id, instance, "test") for member_id, instance in members]
-    return ctx.run(lambda shard, now: classic_session.leave(shard, group, batch, now))
+    return ctx.run(lambda shard, now: classic_protocol.leave(shard, group, batch, now))
 
 
 def commit(ctx: ShardContext, member_id: str = "", generation: int = -1, *,

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.groups.consumer import refresh_subscription_metadata
-from coordinator.groups.consumer_env import ConsumerGroupSettings
-from coordinator.groups.consumer_model import ConsumerGroup, GroupState, MemberState
-from coordinator.groups.consumer_testing import ConsumerGroupContext
+from coordinator.groups.consumer.env import ConsumerGroupSettings
+from coordinator.groups.consumer.heartbeat import refresh_subscription_metadata
+from coordinator.groups.consumer.model import ConsumerGroup, GroupState, MemberState
+from coordinator.testing.consumer_group_context import ConsumerGroupContext
 from protocol import ErrorCode
 from storage.records import ConsumerGroupTargetAssignmentMetadataValue
 
@@ -325,7 +325,7 @@ def test_an_epoch_bump_keeps_a_reconciled_members_partitions_as_they_are(
 
 
 def test_offset_commit_and_fetch_validation() -> None:
-    from coordinator.offsets import OffsetCommit
+    from coordinator.groups.common.offsets import OffsetCommit
     ctx = context()
     ctx.heartbeat(member_id="a", topics=["t"])
     group = ctx.group()

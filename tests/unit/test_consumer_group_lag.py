@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.groups.consumer_env import ConsumerGroupSettings
-from coordinator.groups.consumer_testing import ConsumerGroupContext
-from coordinator.groups.lag_inputs import topic_offsets
+from coordinator.groups.consumer.env import ConsumerGroupSettings
+from coordinator.groups.consumer.lag_inputs import topic_offsets
+from coordinator.testing.consumer_group_context import ConsumerGroupContext
 from storage.records import OffsetCommitKey, OffsetCommitValue
 
 LOG_END = {0: 100, 1: 50, 2: 10}  # partition -> log end offset (log start 0)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import uuid
 
-from coordinator.groups.consumer_model import ConsumerGroupMember, MemberState
-from coordinator.groups.reconcile import reconcile
+from coordinator.groups.consumer.model import ConsumerGroupMember, MemberState
+from coordinator.groups.consumer.reconcile import reconcile
 
 T = uuid.UUID(int=1)
 U = uuid.UUID(int=2)

@@ -4,11 +4,11 @@ refresh (coordinator/groups/consumer_regex.py)."""
 
 from __future__ import annotations
 
-from coordinator.groups.consumer import refresh_subscription_metadata
-from coordinator.groups.consumer_env import ConsumerGroupSettings
-from coordinator.groups.consumer_model import GroupState
-from coordinator.groups.consumer_testing import ConsumerGroupContext
-from coordinator.shard import CoordinatorShard
+from coordinator.groups.consumer.env import ConsumerGroupSettings
+from coordinator.groups.consumer.heartbeat import refresh_subscription_metadata
+from coordinator.groups.consumer.model import GroupState
+from coordinator.groups.replay import new_shard
+from coordinator.testing.consumer_group_context import ConsumerGroupContext
 from protocol import ErrorCode
 from storage.records import ConsumerGroupRegularExpressionKey, ConsumerGroupRegularExpressionValue
 
@@ -188,7 +188,7 @@ def test_replay_rebuilds_the_resolution() -> None:
     ctx = context()
     ctx.heartbeat(member_id="a", regex="regex-topic-.*")
     ctx.heartbeat(member_id="b", topics=["other"])
-    shard = CoordinatorShard(0)
+    shard = new_shard(0)
     for offset, (key, value) in enumerate(ctx.written):
         shard.replay(offset, key, value)
     group = shard.groups["g"]

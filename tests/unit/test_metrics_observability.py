@@ -11,9 +11,12 @@ from typing import Any
 
 import pytest
 
-from coordinator import observability, offsets
-from coordinator.groups.assignor_job import AssignorJob, pack_target, run_job
+from coordinator.groups import metrics_view
+from coordinator.groups.common import offsets
+from coordinator.groups.common.assignor_job import AssignorJob, pack_target, run_job
 from coordinator.groups.expiration import expire_offsets
+from coordinator.observability import collector as observability
+from coordinator.observability import sensors
 from coordinator.testing import ShardContext
 from metrics import Measurement
 
@@ -37,7 +40,7 @@ def ctx() -> ShardContext:
 @pytest.fixture
 def obs(ctx: ShardContext) -> Iterator[observability.Observability]:
     app = SimpleNamespace(runtime=FakeRuntime(ctx.shard), broker=None, executor=None)
-    installed = observability.install(app)
+    installed = observability.install(app, view_group=metrics_view.view)
     assert app.runtime.event_listener == installed.on_event
     try:
         yield installed
@@ -93,9 +96,9 @@ def test_event_listener_feeds_the_runtime_sensors(obs: observability.Observabili
 def test_partitions_moved() -> None:
     before = {"a": {"t": frozenset({0, 1, 2, 3})}}
     after = {"a": {"t": frozenset({0, 1})}, "b": {"t": frozenset({2, 3}), "u": frozenset({0})}}
-    assert observability.partitions_moved(before, after) == 3
-    assert observability.partitions_moved({}, before) == 4
-    assert observability.partitions_moved(before, before) == 0
+    assert sensors.partitions_moved(before, after) == 3
+    assert sensors.partitions_moved({}, before) == 4
+    assert sensors.partitions_moved(before, before) == 0
 
 
 def test_offloaded_run_is_recorded(obs: observability.Observability) -> None:
@@ -108,15 +111,15 @@ def test_offloaded_run_is_recorded(obs: observability.Observability) -> None:
                       targets=(pack_target([(0, (0, 1, 2, 3))]), None))
     outcome = run_job(job)
     assert outcome.moved == 2 and len(outcome.changed) == 2
-    observability.record_offloaded_run(job, replace(outcome, assign_ms=7.5))
+    sensors.record_offloaded_run(job, replace(outcome, assign_ms=7.5))
     assert obs.assignor_runs.labels("g", "uniform")._sum.get() == 7.5
     assert obs.partitions_moved.labels("g")._sum.get() == 2
 
 
 def test_hooks_are_no_ops_when_not_installed() -> None:
-    observability.record_offset_commits(3)
-    observability.record_rebalance("g")
-    observability.record_assignment("g", "uniform", 1.0, 1)
+    sensors.record_offset_commits(3)
+    sensors.record_rebalance("g")
+    sensors.record_assignment("g", "uniform", 1.0, 1)
 
 
 def test_a_scrape_the_loop_cannot_answer_serves_the_last_snapshot(

@@ -19,18 +19,19 @@ from kio.schema.consumer_protocol_subscription.v1.data import (
 from kio.serial import entity_writer
 from kio.static.primitive import i32
 
-from coordinator.groups import classic, classic_session, consumer_env
-from coordinator.groups.classic import JoinRequest, SyncRequest, join_key
-from coordinator.groups.classic_model import ClassicGroup, ClassicGroupState
-from coordinator.groups.classic_session import HeartbeatRequest as ClassicHeartbeat
-from coordinator.groups.consumer import HeartbeatRequest, heartbeat
-from coordinator.groups.consumer_env import ConsumerGroupEnv, ConsumerGroupSettings
-from coordinator.groups.consumer_model import ConsumerGroup
-from coordinator.groups.consumer_protocol import decode_assignment, encode_assignment
-from coordinator.groups.consumer_testing import Topic, Topics
+from coordinator.groups import classic_protocol
+from coordinator.groups.classic.consumer_protocol import decode_assignment, encode_assignment
+from coordinator.groups.classic.join import JoinRequest, SyncRequest, join_key
+from coordinator.groups.classic.model import ClassicGroup, ClassicGroupState
+from coordinator.groups.classic.session import HeartbeatRequest as ClassicHeartbeat
+from coordinator.groups.consumer import env as consumer_env
+from coordinator.groups.consumer.env import ConsumerGroupEnv, ConsumerGroupSettings
+from coordinator.groups.consumer.heartbeat import HeartbeatRequest, heartbeat
+from coordinator.groups.consumer.model import ConsumerGroup
+from coordinator.groups.replay import new_shard
 from coordinator.runtime import CoordinatorError, Pending
-from coordinator.shard import CoordinatorShard
 from coordinator.testing import ShardContext
+from coordinator.testing.consumer_group_context import Topic, Topics
 from protocol import ErrorCode
 
 G = "g"
@@ -66,7 +67,7 @@ class Mixed:
         sub = subscription(owned)
         request = JoinRequest(G, member_id, None, SESSION, 30_000, "consumer",
                               tuple((name, sub) for name in protocols), "client", "/h", True)
-        return self.ctx.run(lambda shard, now: classic.join(shard, request, now))
+        return self.ctx.run(lambda shard, now: classic_protocol.join(shard, request, now))
 
     def new_classic(self, **kwargs: Any) -> tuple[str, Any]:
         first = self.join(**kwargs)
@@ -77,14 +78,14 @@ class Mixed:
              assignments: dict[str, bytes] | None = None) -> Any:
         request = SyncRequest(G, generation, member_id, None, "consumer", None,
                               tuple((assignments or {}).items()))
-        return self.ctx.run(lambda shard, now: classic_session.sync(shard, request, now))
+        return self.ctx.run(lambda shard, now: classic_protocol.sync(shard, request, now))
 
     def beat(self, member_id: str, generation: int) -> ErrorCode:
         request = ClassicHeartbeat(G, generation, member_id, None)
-        return self.ctx.run(lambda shard, now: classic_session.heartbeat(shard, request, now))
+        return self.ctx.run(lambda shard, now: classic_protocol.heartbeat(shard, request, now))
 
     def leave(self, member_id: str) -> list[ErrorCode]:
-        return self.ctx.run(lambda shard, now: classic_session.leave(
+        return self.ctx.run(lambda shard, now: classic_protocol.leave(
             shard, G, [(member_id, None, None)], now))
 
     # --- consumer protocol ------------------------------------------------------------------
@@ -187,7 +188,7 @@ def test_replay_rebuilds_the_mixed_group() -> None:
     m = mixed()
     a, _b, _ = classic_group(m)
     m.heartbeat("c")
-    shard = CoordinatorShard(0)
+    shard = new_shard(0)
     for written in m.ctx.written:
         shard.replay(written.offset, written.key, written.value)
     rebuilt = shard.groups[G]

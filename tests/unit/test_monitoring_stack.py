@@ -12,7 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from coordinator import observability
+from coordinator.groups import metrics_view
+from coordinator.observability import collector as observability
 from tests.unit.test_metrics_observability import FakeRuntime
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -21,7 +22,7 @@ NAME = re.compile(r"kafka_server_group_coordinator_metrics_[a-z0-9_]+")
 
 
 def exported_names() -> set[str]:
-    obs = observability.Observability(FakeRuntime())
+    obs = observability.Observability(FakeRuntime(), view_group=metrics_view.view)
     obs.assignor_runs.labels("g", "uniform").observe(1.0)
     obs.partitions_moved.labels("g").observe(1)
     names = {m.name.prometheus for m in obs.snapshot()}

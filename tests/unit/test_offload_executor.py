@@ -6,9 +6,9 @@ import asyncio
 import operator
 import os
 
-from coordinator.background_stats import BackgroundStats, BusyTracker, SlidingWindow
-from coordinator.executor import WORKER_NICENESS, BackgroundExecutor, scheduling_of
-from coordinator.groups.assignor_job import build_job, run_job
+from coordinator.background.executor import WORKER_NICENESS, BackgroundExecutor, scheduling_of
+from coordinator.background.stats import BackgroundStats, BusyTracker, SlidingWindow
+from coordinator.groups.common.assignor_job import build_job, run_job
 
 
 class Clock:

@@ -9,11 +9,11 @@ import pytest
 
 from coordinator.apis.incremental_alter_configs import APPEND, DELETE, SET, alter
 from coordinator.config import ServerConfig
-from coordinator.groups import group_configs
 from coordinator.groups.admin import delete_group
-from coordinator.groups.consumer_env import ConsumerGroupSettings
-from coordinator.groups.consumer_testing import ConsumerGroupContext
+from coordinator.groups.common import group_configs
+from coordinator.groups.consumer.env import ConsumerGroupSettings
 from coordinator.runtime import CoordinatorError
+from coordinator.testing.consumer_group_context import ConsumerGroupContext
 from protocol import ErrorCode
 
 BROKER = ServerConfig.from_sources({})

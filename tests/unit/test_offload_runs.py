@@ -6,8 +6,8 @@ from __future__ import annotations
 from coordinator.apis.incremental_alter_configs import SET, alter
 from coordinator.config import ServerConfig
 from coordinator.groups.admin import delete_group
-from coordinator.groups.consumer_env import ConsumerGroupSettings
-from coordinator.groups.consumer_testing import ConsumerGroupContext
+from coordinator.groups.consumer.env import ConsumerGroupSettings
+from coordinator.testing.consumer_group_context import ConsumerGroupContext
 from storage.records import (
     ConsumerGroupTargetAssignmentMemberKey,
     ConsumerGroupTargetAssignmentMetadataValue,
@@ -137,7 +137,7 @@ def test_offload_on_for_the_group_overrides_the_broker() -> None:
 
 
 def test_a_failed_run_clears_the_mark_and_a_later_heartbeat_retries() -> None:
-    from coordinator.groups.offload import install
+    from coordinator.groups.consumer.offload import install
 
     ctx = context()
     ctx.heartbeat(member_id="a", topics=["t"])
@@ -149,7 +149,8 @@ def test_a_failed_run_clears_the_mark_and_a_later_heartbeat_retries() -> None:
 
 
 def test_a_large_result_is_installed_in_chunks_with_the_epoch_last() -> None:
-    from coordinator.groups.offload import CHUNK_TOPIC_ENTRIES, chunks, install, run_inline
+    from coordinator.groups.common.offload import CHUNK_TOPIC_ENTRIES, chunks, run_inline
+    from coordinator.groups.consumer.offload import install
 
     ctx = context()
     ctx.create_topic("big", 200)

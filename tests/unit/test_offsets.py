@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.offsets import (
+from coordinator.groups.common.offsets import (
     NO_LEADER_EPOCH,
     CommittedOffset,
     OffsetCommit,

@@ -19,7 +19,6 @@ from typing import Any
 
 import pytest
 
-from coordinator.clock import ManualClock
 from coordinator.runtime import (
     CoordinatorError,
     CoordinatorRuntime,
@@ -28,6 +27,7 @@ from coordinator.runtime import (
     TimerQueue,
     partition_for,
 )
+from coordinator.runtime.clock import ManualClock
 from coordinator.runtime.partitioner import java_string_hash
 from protocol import ErrorCode
 from storage import segment

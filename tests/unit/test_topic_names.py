@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from coordinator.metadata_image import MetadataImage, TopicCollision, TopicExists
-from coordinator.topic_names import (
+from coordinator.metadata.image import MetadataImage, TopicCollision, TopicExists
+from coordinator.metadata.topic_names import (
     INTERNAL_TOPICS,
     MAX_NAME_LENGTH,
     InvalidTopicName,

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 import storage.segment
-from coordinator.clock import ManualClock
 from coordinator.config import ServerConfig
-from coordinator.metadata_image import MetadataImage
+from coordinator.metadata.image import MetadataImage
+from coordinator.runtime.clock import ManualClock
 from coordinator.topiclog import LogConfig, PartitionLog, TopicLogs
 from coordinator.topiclog.batch import read_header
 from coordinator.topiclog.partition import PARTITION_METADATA

@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from coordinator.clock import ManualClock
 from coordinator.config import ServerConfig
-from coordinator.metadata_image import MetadataImage
+from coordinator.metadata.image import MetadataImage
+from coordinator.runtime.clock import ManualClock
 from coordinator.topiclog import TopicLogs
 from tests.unit.topiclog_helpers import make_batch
 

@@ -9,35 +9,22 @@ KIP-814 skip assignment).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from coordinator.groups.common.configs import ClassicConfig
+from coordinator.observability.logs import get_logger
+from coordinator.runtime import Pending, Result
 from protocol import ErrorCode
 
-from ..logs import get_logger
-from ..runtime import Pending, Result
-from .classic_model import (
-    UNKNOWN_MEMBER_ID,
-    ClassicGroup,
-    ClassicGroupState,
-    ClassicMember,
-    new_member_id,
-)
+from .model import UNKNOWN_MEMBER_ID, ClassicGroup, ClassicGroupState, ClassicMember, new_member_id
 
 log = get_logger("coordinator.groups.classic")
 
 Empty, Preparing, Completing, Stable, Dead = (
     ClassicGroupState.EMPTY, ClassicGroupState.PREPARING_REBALANCE,
     ClassicGroupState.COMPLETING_REBALANCE, ClassicGroupState.STABLE, ClassicGroupState.DEAD)
-
-
-@dataclass(frozen=True, slots=True)
-class ClassicConfig:
-    min_session_timeout_ms: int
-    max_session_timeout_ms: int
-    initial_rebalance_delay_ms: int
-    max_size: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -317,21 +304,20 @@ def _remove_member(step: _Step, member_id: str, now: int, reason: str) -> None:
 
 
 # --- JoinGroup ----------------------------------------------------------------------------------
-def join(shard: Any, request: JoinRequest, now: int) -> Result:
+def join(shard: Any, request: JoinRequest, now: int, replacing: Sequence[Any] = ()) -> Result:
+    """JoinGroup to the classic group ``request.group_id`` (or a new one). ``replacing``: the
+    tombstones of an empty group of another type that the new classic group replaces (the
+    caller, ``groups.classic_protocol``, decides when that is allowed); any other group of
+    another type holding the id is INCONSISTENT_GROUP_PROTOCOL."""
     config: ClassicConfig = shard.classic_config
-    error = _validate_join(shard, request, config)
+    error = validate_join(request, config)
+    other = shard.groups.get(request.group_id)
+    if error is None and other is not None and not isinstance(other, ClassicGroup) \
+            and not replacing:
+        error = ErrorCode.inconsistent_group_protocol
     if error is not None:
         return Result((), JoinOutcome(error, request.member_id))
-    prefix: list[Any] = []
-    other = shard.groups.get(request.group_id)
-    if other is not None and not isinstance(other, ClassicGroup):
-        # A consumer group (KIP-848): a classic member joins it (mixed group), or replaces it
-        # when it is empty.
-        from . import migration
-
-        if other.members:
-            return migration.classic_join(shard, migration.env(), other, request, now)
-        prefix = other.tombstones()
+    prefix: list[Any] = list(replacing)
     existing = _group(shard, request.group_id)
     if existing is None:
         if request.member_id != UNKNOWN_MEMBER_ID:
@@ -354,19 +340,14 @@ def join(shard: Any, request: JoinRequest, now: int) -> Result:
     return step.result(shard, response)
 
 
-def _validate_join(shard: Any, request: JoinRequest, config: ClassicConfig) -> ErrorCode | None:
+def validate_join(request: JoinRequest, config: ClassicConfig) -> ErrorCode | None:
+    """The checks every JoinGroup passes first, whatever group holds the id."""
     if not request.group_id:
         return ErrorCode.invalid_group_id
     if not (config.min_session_timeout_ms <= request.session_timeout_ms
             <= config.max_session_timeout_ms):
         return ErrorCode.invalid_session_timeout
     if not request.protocol_type or not request.protocols:
-        return ErrorCode.inconsistent_group_protocol
-    from .consumer_model import ConsumerGroup
-
-    other = shard.groups.get(request.group_id)
-    if other is not None and not isinstance(other, ClassicGroup | ConsumerGroup):
-        # The id belongs to a group of a type classic members cannot join.
         return ErrorCode.inconsistent_group_protocol
     return None
 

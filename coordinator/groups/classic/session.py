@@ -6,13 +6,13 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from coordinator.groups.common.shard import CoordinatorShard
+from coordinator.observability.logs import get_logger
+from coordinator.runtime import Pending, Result
 from protocol import ErrorCode
 from storage.records import GroupMetadataKey, GroupMetadataValue
 
-from ..logs import get_logger
-from ..runtime import Pending, Result
-from ..shard import LOAD_HOOKS, CoordinatorShard, register_replayer
-from .classic import (
+from .join import (
     Completing,
     Dead,
     Empty,
@@ -27,25 +27,13 @@ from .classic import (
     sync_key,
     validate_existing_member,
 )
-from .classic_model import UNKNOWN_MEMBER_ID, ClassicGroup
+from .model import UNKNOWN_MEMBER_ID, ClassicGroup
 
 log = get_logger("coordinator.groups.classic")
 
 
 # --- SyncGroup ----------------------------------------------------------------------------------
-def _mixed(shard: Any, group_id: str) -> Any:
-    """The consumer group (KIP-848) holding ``group_id``, whose classic members use these APIs."""
-    from .consumer_model import ConsumerGroup
-
-    group = shard.groups.get(group_id)
-    return group if isinstance(group, ConsumerGroup) else None
-
-
 def sync(shard: Any, request: SyncRequest, now: int) -> Result:
-    if request.group_id and (mixed := _mixed(shard, request.group_id)) is not None:
-        from . import migration
-
-        return migration.classic_sync(shard, migration.env(), mixed, request, now)
     group = _group(shard, request.group_id)
     if not request.group_id:
         return Result((), SyncOutcome(ErrorCode.invalid_group_id))
@@ -107,12 +95,6 @@ class HeartbeatRequest:
 
 
 def heartbeat(shard: Any, request: HeartbeatRequest, now: int) -> Result:
-    if (mixed := _mixed(shard, request.group_id)) is not None:
-        from . import migration
-
-        return migration.classic_heartbeat(shard, migration.env(), mixed, request.member_id,
-                                           request.group_instance_id, request.generation_id,
-                                           now)
     group = _group(shard, request.group_id)
     if group is None:
         return Result((), ErrorCode.unknown_member_id)
@@ -137,10 +119,6 @@ def leave(shard: Any, group_id: str, members: list[tuple[str, str | None, str | 
           now: int) -> Result:
     """``members`` are (member id, group instance id, reason); the response is the error of
     each, in order."""
-    if (mixed := _mixed(shard, group_id)) is not None:
-        from . import migration
-
-        return migration.classic_leave(shard, migration.env(), mixed, members, now)
     group = _group(shard, group_id)
     if group is None:
         return Result((), [ErrorCode.unknown_member_id] * len(members))
@@ -199,7 +177,7 @@ def validate_offset_commit(group: ClassicGroup, member_id: str, instance_id: str
 
 
 # --- replay and load ----------------------------------------------------------------------------
-def _replay_group_metadata(shard: CoordinatorShard, offset: int, key: GroupMetadataKey,
+def replay_group_metadata(shard: CoordinatorShard, offset: int, key: GroupMetadataKey,
                            value: GroupMetadataValue | None) -> None:
     if value is None:
         shard.groups.pop(key.group, None)
@@ -207,7 +185,7 @@ def _replay_group_metadata(shard: CoordinatorShard, offset: int, key: GroupMetad
     shard.groups[key.group] = ClassicGroup.from_record(key.group, value)
 
 
-def _arm_loaded_sessions(shard: CoordinatorShard, now: int) -> None:
+def arm_loaded_sessions(shard: CoordinatorShard, now: int) -> None:
     """Members loaded from the log must heartbeat again within their session timeout."""
     for group in list(shard.groups.values()):
         if isinstance(group, ClassicGroup):
@@ -216,6 +194,3 @@ def _arm_loaded_sessions(shard: CoordinatorShard, now: int) -> None:
                 _arm_session(step, member, now)
             step.result(shard, None).effect()  # type: ignore[misc]
 
-
-register_replayer(GroupMetadataKey, _replay_group_metadata)
-LOAD_HOOKS.append(_arm_loaded_sessions)

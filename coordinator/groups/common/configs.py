@@ -2,11 +2,24 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-from ..config import ServerConfig
-from .classic import ClassicConfig
-from .expiration import OffsetsRetention
+from coordinator.config import ServerConfig
+
+
+@dataclass(frozen=True, slots=True)
+class ClassicConfig:
+    min_session_timeout_ms: int
+    max_session_timeout_ms: int
+    initial_rebalance_delay_ms: int
+    max_size: int
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetsRetention:
+    retention_ms: int
+    check_interval_ms: int
 
 
 def offsets_retention(config: ServerConfig | None) -> OffsetsRetention:
@@ -15,7 +28,7 @@ def offsets_retention(config: ServerConfig | None) -> OffsetsRetention:
                             check_interval_ms=source["offsets.retention.check.interval.ms"])
 
 
-def group_configs(config: ServerConfig | None) -> ClassicConfig:
+def classic_config(config: ServerConfig | None) -> ClassicConfig:
     source: Any = config if config is not None else ServerConfig.from_sources({})
     return ClassicConfig(
         min_session_timeout_ms=source["group.min.session.timeout.ms"],

@@ -12,12 +12,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from coordinator.config import ConfigDef
+from coordinator.config.model import ConfigError, ConfigType
+from coordinator.runtime.result import Record
 from storage.records import GroupConfigKey, GroupConfigValue
-
-from ..config import ConfigDef
-from ..config.model import ConfigError, ConfigType
-from ..runtime.result import Record
-from ..shard import register_replayer
 
 INT, BOOL, STRING = ConfigType.INT, ConfigType.BOOLEAN, ConfigType.STRING
 
@@ -132,7 +130,7 @@ def _bounded(name: str, value: int, config: Any, low_key: str, high_key: str) ->
 # ------------------------------------------------------------------------------ the shard
 def overrides(shard: Any, group_id: str) -> Mapping[str, str]:
     """The group's overrides as stored (name -> value text); empty when it has none."""
-    configs: dict[str, dict[str, str]] = getattr(shard, "group_configs", {})
+    configs: dict[str, dict[str, str]] = shard.group_configs
     return configs.get(group_id, {})
 
 
@@ -143,16 +141,14 @@ def record(group_id: str, configs: Mapping[str, str]) -> Record:
         configs.items()))))
 
 
-def _replay(shard: Any, offset: int, key: GroupConfigKey, value: GroupConfigValue | None
+def replay(shard: Any, offset: int, key: GroupConfigKey, value: GroupConfigValue | None
             ) -> None:
-    configs = shard.__dict__.setdefault("group_configs", {})
+    configs = shard.group_configs
     if value is None or not value.configs:
         configs.pop(key.group_id, None)
     else:
         configs[key.group_id] = dict(value.configs)
 
-
-register_replayer(GroupConfigKey, _replay)
 
 
 # ------------------------------------------------------------------------------ consumer groups

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
+from coordinator.runtime import Result
 from protocol import ErrorCode
 from storage.records import OffsetCommitKey, OffsetCommitValue
-
-from .runtime import Result
 
 NO_OFFSET = -1
 NO_LEADER_EPOCH = -1
@@ -118,3 +118,9 @@ def fetch(state: OffsetsState, group_id: str,
         if committed is not None:
             found[(topic, partition)] = committed
     return found
+
+
+def replay(shard: Any, offset: int, key: OffsetCommitKey, value: OffsetCommitValue | None
+           ) -> None:
+    """The replayer of ``OffsetCommit`` records: into ``shard.offsets``."""
+    shard.offsets.replay(key, value)

@@ -1,55 +1,49 @@
-"""One coordinator partition's state: what its records say, and its timers.
+"""One coordinator partition's state: its groups, committed offsets, per-group configs and
+timers, rebuilt by replaying the partition's records.
 
-``replay`` is the one dispatch table from record type to the code that owns it; each group type
-registers its record types in ``REPLAYERS`` (see ``register_replayer``).
+Which code replays which record type, and what runs once the log is loaded, is given to the
+shard when it is made: ``coordinator.groups.replay`` holds the one table and builds shards
+with it (``new_shard``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from storage.records import OffsetCommitKey
+from coordinator.observability.logs import get_logger
+from coordinator.runtime import TimerQueue
 
-from .logs import get_logger
+from .configs import ClassicConfig, OffsetsRetention
 from .offsets import OffsetsState
-from .runtime import TimerQueue
 
 log = get_logger("coordinator.shard")
 
 Replayer = Callable[["CoordinatorShard", int, Any, Any | None], None]
-REPLAYERS: dict[type, Replayer] = {}
-LOAD_HOOKS: list[Callable[[CoordinatorShard, int], None]] = []
-
-
-def register_replayer(key_type: type, replayer: Replayer) -> None:
-    REPLAYERS[key_type] = replayer
-
-
-def _replay_offset_commit(shard: CoordinatorShard, offset: int, key: Any,
-                          value: Any | None) -> None:
-    shard.offsets.replay(key, value)
-
-
-register_replayer(OffsetCommitKey, _replay_offset_commit)
+"""Applies one record (offset, key, value; value None for a tombstone) to a shard."""
+LoadHook = Callable[["CoordinatorShard", int], None]
+"""Runs once a shard's log is replayed (re-arms the timers the records imply)."""
 
 
 class CoordinatorShard:
-    def __init__(self, partition: int, config: Any = None) -> None:
-        """``config`` is the server config (``ServerConfig``); None means Kafka's defaults."""
-        from .groups.config import group_configs, offsets_retention
-
+    def __init__(self, partition: int, *, replayers: Mapping[type, Replayer],
+                 load_hooks: Sequence[LoadHook], classic_config: ClassicConfig,
+                 offsets_retention: OffsetsRetention) -> None:
         self.partition = partition
-        self.classic_config = group_configs(config)
-        self.offsets_retention = offsets_retention(config)
+        self.replayers = replayers
+        self.load_hooks = tuple(load_hooks)
+        self.classic_config = classic_config
+        self.offsets_retention = offsets_retention
         self.timers = TimerQueue()
         self.offsets = OffsetsState()
         self.groups: dict[str, Any] = {}
+        self.group_configs: dict[str, dict[str, str]] = {}
+        """Per-group config overrides (``GroupConfig`` records), by group id."""
         self.last_offset = -1
 
     def replay(self, offset: int, key: Any, value: Any | None) -> None:
         self.last_offset = offset
-        replayer = REPLAYERS.get(type(key))
+        replayer = self.replayers.get(type(key))
         if replayer is None:
             log.warning("record type not handled by this coordinator version",
                         partition=self.partition, offset=offset, type=type(key).__name__)
@@ -58,12 +52,8 @@ class CoordinatorShard:
 
     def on_loaded(self, now_ms: int) -> None:
         """Called once the log is replayed: each group type re-arms its timers."""
-        for hook in LOAD_HOOKS:
+        for hook in self.load_hooks:
             hook(self, now_ms)
 
     def group_exists(self, group_id: str) -> bool:
         return group_id in self.groups
-
-
-# Group types register their record types when imported; import them with the shard.
-from .groups import classic_session, expiration  # noqa: E402, F401

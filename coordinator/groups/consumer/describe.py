@@ -8,7 +8,7 @@ from typing import Any
 
 from protocol import ErrorCode
 
-from .consumer_model import Assignment, ConsumerGroup, ConsumerGroupMember, GroupState
+from .model import Assignment, ConsumerGroup, ConsumerGroupMember, GroupState
 
 
 @dataclass(frozen=True, slots=True)

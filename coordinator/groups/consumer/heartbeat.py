@@ -16,21 +16,19 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from coordinator.groups.common.assignor_job import build_job
+from coordinator.groups.common.group_configs import consumer_overrides
+from coordinator.observability import sensors
+from coordinator.observability.logs import get_logger
+from coordinator.runtime import CoordinatorError, Result
+from coordinator.runtime.result import Record
 from protocol import ErrorCode
 
-from .. import observability
-from ..logs import get_logger
-from ..runtime import CoordinatorError, Result
-from ..runtime.result import Record
-from ..shard import LOAD_HOOKS
-from . import consumer_records as records
-from . import (
-    consumer_regex,
-    consumer_replay,  # noqa: F401  (registers the replayers)
-)
-from .assignor_job import build_job
-from .consumer_env import ConsumerGroupEnv, installed
-from .consumer_model import (
+from . import records
+from . import regex as consumer_regex
+from .env import ConsumerGroupEnv, installed
+from .lag_inputs import LAG_ASSIGNOR, topic_offsets
+from .model import (
     FIRST_GROUP_EPOCH,
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
@@ -43,8 +41,6 @@ from .consumer_model import (
     interned_topic_names,
     is_subset,
 )
-from .group_configs import consumer_overrides
-from .lag_inputs import LAG_ASSIGNOR, topic_offsets
 from .offload import start_effect
 from .reconcile import reconcile
 from .target import assignment_due, build_target, subscribed_ids
@@ -312,7 +308,7 @@ def cancel_timers(shard: Any, group_id: str, member_id: str) -> None:
     shard.timers.cancel(rebalance_key(group_id, member_id))
 
 
-def _rearm_on_load(shard: Any, now_ms: int) -> None:
+def rearm_on_load(shard: Any, now_ms: int) -> None:
     env = installed()
     for group in list(shard.groups.values()):
         if not isinstance(group, ConsumerGroup):
@@ -323,8 +319,6 @@ def _rearm_on_load(shard: Any, now_ms: int) -> None:
             if member.state is MemberState.UNREVOKED_PARTITIONS:
                 schedule_rebalance_timeout(shard, env, group.group_id, member, now_ms)
 
-
-LOAD_HOOKS.append(_rearm_on_load)
 
 
 def _classic_session_ms(member: ConsumerGroupMember) -> int | None:
@@ -361,7 +355,7 @@ def fence_member(shard: Any, env: ConsumerGroupEnv, group: ConsumerGroup,
     out.append(records.group_epoch(gid, epoch))
     log.info("bumped group epoch", group_id=gid, group_epoch=epoch, reason="member removed",
              member_id=member.member_id)
-    observability.record_rebalance(gid)
+    sensors.record_rebalance(gid)
     cancel_timers(shard, gid, member.member_id)
     return out
 
@@ -534,7 +528,7 @@ def heartbeat(shard: Any, now_ms: int, env: ConsumerGroupEnv,
         group_epoch = _next_group_epoch(group)
         out.append(records.group_epoch(gid, group_epoch))
         log.info("bumped group epoch", group_id=gid, group_epoch=group_epoch)
-        observability.record_rebalance(gid)
+        sensors.record_rebalance(gid)
 
     # 2. A new target assignment, if one is due and no run is in flight (seed 000): inline, or
     #    offloaded (the target stays as it is until the run's result is installed).
@@ -633,5 +627,5 @@ def refresh_subscription_metadata(shard: Any, now_ms: int, env: ConsumerGroupEnv
         out.append(records.group_epoch(group.group_id, epoch))
         log.info("bumped group epoch on a topic change", group_id=group.group_id,
                  group_epoch=epoch, topic=topic_name)
-        observability.record_rebalance(group.group_id)
+        sensors.record_rebalance(group.group_id)
     return Result(out)

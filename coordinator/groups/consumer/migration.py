@@ -20,16 +20,12 @@ from collections.abc import Iterable, Sequence
 from types import SimpleNamespace
 from typing import Any
 
-from protocol import ErrorCode
-
-from ..logs import get_logger
-from ..runtime import CoordinatorError, Result
-from ..runtime.result import Record
-from ..shard import REPLAYERS
-from . import consumer
-from . import consumer_records as records
-from .assignment_forms import assignment_of
-from .classic import (
+from coordinator.groups.classic.consumer_protocol import (
+    decode_assignment,
+    decode_subscription,
+    encode_assignment,
+)
+from coordinator.groups.classic.join import (
     JoinOutcome,
     JoinRequest,
     SyncOutcome,
@@ -40,7 +36,7 @@ from .classic import (
     join_key,
     sync_key,
 )
-from .classic_model import (
+from coordinator.groups.classic.model import (
     CONSUMER_PROTOCOL_TYPE,
     UNKNOWN_MEMBER_ID,
     ClassicGroup,
@@ -48,8 +44,16 @@ from .classic_model import (
     ClassicMember,
     new_member_id,
 )
-from .consumer_env import ConsumerGroupEnv, installed
-from .consumer_model import (
+from coordinator.observability.logs import get_logger
+from coordinator.runtime import CoordinatorError, Result
+from coordinator.runtime.result import Record
+from protocol import ErrorCode
+
+from . import heartbeat as consumer
+from . import records
+from .assignment_forms import assignment_of
+from .env import ConsumerGroupEnv, installed
+from .model import (
     Assignment,
     ClassicMemberInfo,
     ConsumerGroup,
@@ -57,7 +61,6 @@ from .consumer_model import (
     MemberState,
     interned_topic_names,
 )
-from .consumer_protocol import decode_assignment, decode_subscription, encode_assignment
 
 log = get_logger("coordinator.groups.migration")
 
@@ -91,11 +94,12 @@ def _names(env: ConsumerGroupEnv, assignment: Assignment) -> list[tuple[str, lis
     return out
 
 
-def _materialise(group_id: str, written: Sequence[Record]) -> ConsumerGroup:
-    """The consumer group ``written`` makes, replayed on a scratch shard (handlers are pure)."""
+def _materialise(shard: Any, group_id: str, written: Sequence[Record]) -> ConsumerGroup:
+    """The consumer group ``written`` makes, replayed with ``shard``'s replayers on a scratch
+    shard (handlers are pure)."""
     scratch = SimpleNamespace(groups={})
     for key, value in written:
-        REPLAYERS[type(key)](scratch, -1, key, value)
+        shard.replayers[type(key)](scratch, -1, key, value)
     group = scratch.groups.get(group_id)
     return group if isinstance(group, ConsumerGroup) else ConsumerGroup(group_id)
 
@@ -178,7 +182,7 @@ def upgrade(shard: Any, env: ConsumerGroupEnv, existing: Any, now_ms: int
                                           member.classic.session_timeout_ms)  # type: ignore
     log.info("classic group upgraded to a consumer group", group_id=gid, group_epoch=epoch,
              members=len(members))
-    return _materialise(gid, out), out, completions
+    return _materialise(shard, gid, out), out, completions
 
 
 # ------------------------------------------------------------------------------ removal, downgrade

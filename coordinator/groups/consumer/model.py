@@ -1,6 +1,6 @@
 """The consumer group (KIP-848) and its members, as their records say.
 
-A :class:`ConsumerGroup` is rebuilt only by replaying records (see ``consumer_replay``); the
+A :class:`ConsumerGroup` is rebuilt only by replaying records (see ``consumer.replay``); the
 heartbeat handler reads it and returns records, it never changes it. Members are immutable
 values: reconciliation returns a new member.
 """
@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from enum import IntEnum, StrEnum
 from typing import Any
 
+from coordinator.groups.common.assignor_job import TargetIndexCache
 from protocol import ErrorCode
 
 from .assignment_forms import EMPTY, Assignment, AssignmentForms
-from .assignor_job import TargetIndexCache
 
 LEAVE_GROUP_MEMBER_EPOCH = -1
 LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
@@ -131,7 +131,7 @@ class SubscribedTopic:
 
 
 class ConsumerGroup:
-    """State of one consumer group; only ``consumer_replay`` changes it."""
+    """State of one consumer group; only ``consumer.replay`` changes it."""
 
     group_type = "consumer"
     """What ListGroups reports (``groups.admin`` reads it)."""
@@ -201,7 +201,7 @@ class ConsumerGroup:
 
     def tombstones(self) -> list[tuple[Any, None]]:
         """Records deleting this (empty) group, for DeleteGroups (``groups.admin``)."""
-        from . import consumer_records as records
+        from . import records
 
         gid = self.group_id
         out: list[tuple[Any, None]] = []
@@ -209,7 +209,7 @@ class ConsumerGroup:
             out += [records.current_assignment_tombstone(gid, member_id),
                     records.target_member_tombstone(gid, member_id),
                     records.member_metadata_tombstone(gid, member_id)]
-        from . import consumer_regex
+        from . import regex as consumer_regex
 
         out += [consumer_regex.tombstone(gid, regex) for regex in self.resolved_regexes]
         out += [(records.target_metadata(gid, 0, 0)[0], None),

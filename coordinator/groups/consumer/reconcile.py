@@ -17,7 +17,7 @@ import uuid
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import replace
 
-from .consumer_model import EMPTY, Assignment, ConsumerGroupMember, MemberState
+from .model import EMPTY, Assignment, ConsumerGroupMember, MemberState
 
 PartitionEpoch = Callable[[uuid.UUID, int], int]
 """(topic id, partition) -> epoch of the member holding it, or -1 when it is free."""

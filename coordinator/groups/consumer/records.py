@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from coordinator.runtime.result import Record
 from storage.records import (
     ClassicMemberMetadata,
     ClassicProtocol,
@@ -22,9 +23,8 @@ from storage.records import (
     TopicMetadata,
 )
 
-from ..runtime.result import Record
 from .assignment_forms import AssignmentForms, topic_partitions
-from .consumer_model import Assignment, ConsumerGroupMember, SubscribedTopic
+from .model import Assignment, ConsumerGroupMember, SubscribedTopic
 
 
 def group_epoch(group_id: str, epoch: int) -> Record:

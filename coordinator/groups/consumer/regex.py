@@ -20,14 +20,13 @@ from typing import Any
 
 import re2
 
+from coordinator.metadata.topic_names import INTERNAL_TOPICS
+from coordinator.runtime import CoordinatorError
+from coordinator.runtime.result import Record
 from protocol import ErrorCode
 from storage.records import ConsumerGroupRegularExpressionKey, ConsumerGroupRegularExpressionValue
 
-from ..runtime import CoordinatorError
-from ..runtime.result import Record
-from ..shard import register_replayer
-from ..topic_names import INTERNAL_TOPICS
-from .consumer_model import interned_topic_names
+from .model import interned_topic_names
 
 Resolved = Mapping[str, frozenset[str]]
 """Regex -> the topic names it resolves to."""
@@ -142,9 +141,9 @@ def with_regex_topics(member: Any, resolution: Resolved) -> Any:
 
 
 # ------------------------------------------------------------------------------ replay
-def _replay(shard: Any, offset: int, key: ConsumerGroupRegularExpressionKey,
+def replay(shard: Any, offset: int, key: ConsumerGroupRegularExpressionKey,
             value: ConsumerGroupRegularExpressionValue | None) -> None:
-    from .consumer_model import ConsumerGroup
+    from .model import ConsumerGroup
 
     group = shard.groups.get(key.group_id)
     if not isinstance(group, ConsumerGroup):
@@ -158,5 +157,3 @@ def _replay(shard: Any, offset: int, key: ConsumerGroupRegularExpressionKey,
         frozenset(value.topics), value.version, value.timestamp)
     group.regex_refresh_ms = max(group.regex_refresh_ms, value.timestamp)
 
-
-register_replayer(ConsumerGroupRegularExpressionKey, _replay)

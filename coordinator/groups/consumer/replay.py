@@ -1,4 +1,5 @@
-"""Replay of consumer group records into ``CoordinatorShard.groups`` (registered on import)."""
+"""Replay of consumer group records into ``CoordinatorShard.groups``: one function per record
+type, named in ``coordinator.groups.replay``'s table."""
 
 from __future__ import annotations
 
@@ -20,9 +21,8 @@ from storage.records import (
     ConsumerGroupTargetAssignmentMetadataValue,
 )
 
-from ..shard import register_replayer
 from .assignment_forms import assignment_of
-from .consumer_model import (
+from .model import (
     EMPTY,
     ClassicMemberInfo,
     ConsumerGroup,
@@ -46,7 +46,7 @@ def _group(shard: Any, group_id: str, create: bool = True) -> ConsumerGroup | No
     return group
 
 
-def _group_metadata(shard: Any, offset: int, key: ConsumerGroupMetadataKey,
+def group_metadata(shard: Any, offset: int, key: ConsumerGroupMetadataKey,
                     value: ConsumerGroupMetadataValue | None) -> None:
     if value is None:
         if isinstance(shard.groups.get(key.group_id), ConsumerGroup):
@@ -57,7 +57,7 @@ def _group_metadata(shard: Any, offset: int, key: ConsumerGroupMetadataKey,
     group.group_epoch = value.epoch
 
 
-def _partition_metadata(shard: Any, offset: int, key: ConsumerGroupPartitionMetadataKey,
+def partition_metadata(shard: Any, offset: int, key: ConsumerGroupPartitionMetadataKey,
                         value: ConsumerGroupPartitionMetadataValue | None) -> None:
     group = _group(shard, key.group_id, create=value is not None)
     if group is None:
@@ -67,7 +67,7 @@ def _partition_metadata(shard: Any, offset: int, key: ConsumerGroupPartitionMeta
         for t in value.topics}
 
 
-def _member_metadata(shard: Any, offset: int, key: ConsumerGroupMemberMetadataKey,
+def member_metadata(shard: Any, offset: int, key: ConsumerGroupMemberMetadataKey,
                      value: ConsumerGroupMemberMetadataValue | None) -> None:
     group = _group(shard, key.group_id, create=value is not None)
     if group is None:
@@ -92,7 +92,7 @@ def _member_metadata(shard: Any, offset: int, key: ConsumerGroupMemberMetadataKe
                   for p in value.classic_member_metadata.supported_protocols))))
 
 
-def _target_member(shard: Any, offset: int, key: ConsumerGroupTargetAssignmentMemberKey,
+def target_member(shard: Any, offset: int, key: ConsumerGroupTargetAssignmentMemberKey,
                    value: ConsumerGroupTargetAssignmentMemberValue | None) -> None:
     group = _group(shard, key.group_id, create=value is not None)
     if group is None:
@@ -104,7 +104,7 @@ def _target_member(shard: Any, offset: int, key: ConsumerGroupTargetAssignmentMe
             key.member_id, value.topic_partitions)
 
 
-def _target_metadata(shard: Any, offset: int, key: ConsumerGroupTargetAssignmentMetadataKey,
+def target_metadata(shard: Any, offset: int, key: ConsumerGroupTargetAssignmentMetadataKey,
                      value: ConsumerGroupTargetAssignmentMetadataValue | None) -> None:
     group = _group(shard, key.group_id, create=value is not None)
     if group is None:
@@ -113,7 +113,7 @@ def _target_metadata(shard: Any, offset: int, key: ConsumerGroupTargetAssignment
     group.assignment_timestamp = 0 if value is None else value.timestamp
 
 
-def _current_assignment(shard: Any, offset: int, key: ConsumerGroupCurrentMemberAssignmentKey,
+def current_assignment(shard: Any, offset: int, key: ConsumerGroupCurrentMemberAssignmentKey,
                         value: ConsumerGroupCurrentMemberAssignmentValue | None) -> None:
     group = _group(shard, key.group_id, create=value is not None)
     if group is None:
@@ -142,10 +142,3 @@ def _current_assignment(shard: Any, offset: int, key: ConsumerGroupCurrentMember
     group.set_partition_epochs(old, new)
     group.put_member(new)
 
-
-register_replayer(ConsumerGroupMetadataKey, _group_metadata)
-register_replayer(ConsumerGroupPartitionMetadataKey, _partition_metadata)
-register_replayer(ConsumerGroupMemberMetadataKey, _member_metadata)
-register_replayer(ConsumerGroupTargetAssignmentMemberKey, _target_member)
-register_replayer(ConsumerGroupTargetAssignmentMetadataKey, _target_metadata)
-register_replayer(ConsumerGroupCurrentMemberAssignmentKey, _current_assignment)

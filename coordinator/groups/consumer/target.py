@@ -21,11 +21,11 @@ from assignors import (
     PartitionOffsets,
     TopicMetadata,
 )
+from coordinator.observability import sensors
+from coordinator.runtime.result import Record
 
-from .. import observability
-from ..runtime.result import Record
-from . import consumer_records as records
-from .consumer_model import Assignment, ConsumerGroup, ConsumerGroupMember, SubscribedTopic
+from . import records
+from .model import Assignment, ConsumerGroup, ConsumerGroupMember, SubscribedTopic
 
 
 def assignment_due(group: ConsumerGroup, group_epoch: int, now_ms: int, interval_ms: int) -> bool:
@@ -105,6 +105,6 @@ def build_target(group: ConsumerGroup, group_epoch: int, members: Mapping[str, C
         out.append(records.target_member(group.group_id, member_id, assignment,
                                          group.assignment_forms))
     out.append(records.target_metadata(group.group_id, group_epoch, now_ms))
-    observability.record_assignment(group.group_id, assignor.name, assign_ms,
-                                    observability.partitions_moved(targets, new_targets))
+    sensors.record_assignment(group.group_id, assignor.name, assign_ms,
+                                    sensors.partitions_moved(targets, new_targets))
     return TargetResult(group_epoch, new_targets, out, assign_ms)

@@ -7,12 +7,13 @@ import asyncio
 import contextlib
 from typing import Any
 
-from .. import topiclog
-from ..logs import get_logger
-from ..metadata_image import TopicChange
-from ..runtime import CoordinatorError, PartitionState
-from .consumer import refresh_subscription_metadata
-from .consumer_env import ConsumerGroupEnv, ConsumerGroupSettings, install
+from coordinator import topiclog
+from coordinator.metadata.image import TopicChange
+from coordinator.observability.logs import get_logger
+from coordinator.runtime import CoordinatorError, PartitionState
+
+from .env import ConsumerGroupEnv, ConsumerGroupSettings, install
+from .heartbeat import refresh_subscription_metadata
 
 log = get_logger("coordinator.groups.consumer_topics")
 

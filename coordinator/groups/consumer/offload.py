@@ -1,0 +1,120 @@
+"""Offloaded assignor runs of consumer groups (seed 000): start one, and install its result.
+
+A run starts as the effect of the heartbeat that found a new target due: the group is marked as
+having a run in flight (at most one per group; in memory, not a record) and the job goes to the
+offloader. The result comes back as a write event on the group's partition (``install``), which
+first applies what changed meanwhile, then writes the target records with the finish time:
+
+* the group was deleted, downgraded or reloaded (not the same group object), or a newer target
+  was installed meanwhile: the result is discarded;
+* a member left or was fenced: its assignment is dropped;
+* a static member was replaced: its assignment goes to the member now holding its instance id;
+* subscriptions changed: the result is still installed; the group epoch is ahead of it, so a new
+  run is due on a later heartbeat.
+
+A large result is installed in chunks (``common.offload.chunks``), one write event each; the
+target metadata record (the new epoch and the finish time) comes with the last chunk. Until
+then members reconcile towards the previous epoch (a member at that epoch does not move), and a
+partition is only ever given once its previous owner has released it, so a half-installed
+target never doubles an owner. The run stays in flight until its last chunk.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from coordinator.groups.common.assignor_job import (
+    JobResult,
+    PreparedJob,
+    TopicIndexAssignment,
+    to_assignment,
+)
+from coordinator.groups.common.offload import AssignorRun, Offloader, chunks, new_run
+from coordinator.observability import sensors
+from coordinator.observability.logs import get_logger
+from coordinator.runtime import Result
+from coordinator.runtime.result import Record
+
+from . import records
+from .model import Assignment, ConsumerGroup
+
+log = get_logger("coordinator.groups.offload")
+
+
+def start_effect(shard: Any, group_id: str, prepared: PreparedJob, offloader: Offloader
+                 ) -> Callable[[], None]:
+    """The effect that marks the group's run in flight and hands it to ``offloader`` (it runs
+    after the heartbeat's records are applied, so a new group exists by then)."""
+
+    def effect() -> None:
+        group = shard.groups.get(group_id)
+        if not isinstance(group, ConsumerGroup) or group.assignor_run is not None:
+            return
+        run = new_run(group, prepared, install)
+        group.assignor_run = run.run_id
+        try:
+            offloader.submit(shard.partition, run)
+        except Exception:
+            group.assignor_run = None
+            log.exception("could not offload the assignor run", group_id=group_id)
+
+    return effect
+
+
+def install(shard: Any, now_ms: int, run: AssignorRun, outcome: JobResult | BaseException,
+            part: tuple[int, int] | None = None) -> Result:
+    """The write event for (a chunk of) a finished run; ``part`` is one of ``chunks(outcome)``
+    (default: all of it at once). Clearing the in-flight mark on the last chunk is bookkeeping,
+    not state from records: it is done even if the records then fail to be written (the
+    timestamp is then not updated and the next run may come sooner, as the seed allows)."""
+    job = run.prepared.job
+    gid = job.group_id
+    group = shard.groups.get(gid)
+    slices = chunks(outcome)
+    start, end = part if part is not None else (0, slices[-1][1])
+    last = end == slices[-1][1]
+    if last and group is run.group and group.assignor_run == run.run_id:
+        group.assignor_run = None
+    if group is not run.group:
+        if last:
+            log.info("assignor result discarded: the group is gone", group_id=gid,
+                     group_epoch=job.group_epoch)
+        return Result()
+    if isinstance(outcome, BaseException):
+        log.error("assignor run failed", group_id=gid, error=repr(outcome))
+        return Result()
+    if group.assignment_epoch >= job.group_epoch:
+        if last:
+            log.info("assignor result discarded: a newer target exists", group_id=gid,
+                     group_epoch=job.group_epoch, assignment_epoch=group.assignment_epoch)
+        return Result()
+    out = _target_records(group, run, outcome.changed[start:end])
+    if last:
+        out.append(records.target_metadata(gid, job.group_epoch, now_ms))
+        sensors.record_offloaded_run(job, outcome)
+        log.info("installed offloaded target assignment", group_id=gid,
+                 assignment_epoch=job.group_epoch, changed=len(outcome.changed),
+                 assign_ms=round(outcome.assign_ms, 1))
+    return Result(out)
+
+
+def _target_records(group: ConsumerGroup, run: AssignorRun,
+                    changed: Sequence[tuple[str, TopicIndexAssignment]]) -> list[Record]:
+    job, topic_ids = run.prepared.job, run.prepared.topic_ids
+    instances = dict(zip(job.member_ids, job.instance_ids, strict=True))
+    in_result = set(job.member_ids)
+    new: dict[str, Assignment] = {}
+    for member_id, pairs in changed:
+        assignment = to_assignment(pairs, topic_ids)
+        if member_id in group.members:
+            new[member_id] = assignment
+            continue
+        replacement = group.static_member(instances.get(member_id))
+        if replacement is not None and replacement.member_id not in in_result:
+            new[replacement.member_id] = assignment  # the static member's new instance
+        # otherwise the member left meanwhile: its assignment is dropped
+    gid = group.group_id
+    return [records.target_member(gid, member_id, assignment, group.assignment_forms)
+            for member_id, assignment in new.items()
+            if member_id not in group.target or group.target[member_id] != assignment]

@@ -1,0 +1,109 @@
+"""Which code replays which record: the one table from every coordinator record type to its
+replayer, the hooks that run once a partition's log is loaded, and the shard built with both.
+
+Kafka's ``GroupCoordinatorShard.replay`` is one switch over record types; this is that switch,
+written out. A record type is either replayed here or listed in ``NOT_REPLAYED`` with the reason
+(``tests/unit/test_replay_table.py`` checks that every type of ``storage.records`` is exactly one
+of the two). A shard that meets a type it has no replayer for logs it and goes on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from coordinator.config import ServerConfig
+from storage.records import (
+    ConsumerGroupCurrentMemberAssignmentKey,
+    ConsumerGroupMemberMetadataKey,
+    ConsumerGroupMetadataKey,
+    ConsumerGroupPartitionMetadataKey,
+    ConsumerGroupRegularExpressionKey,
+    ConsumerGroupTargetAssignmentMemberKey,
+    ConsumerGroupTargetAssignmentMetadataKey,
+    GroupConfigKey,
+    GroupMetadataKey,
+    OffsetCommitKey,
+    ShareGroupCurrentMemberAssignmentKey,
+    ShareGroupMemberMetadataKey,
+    ShareGroupMetadataKey,
+    ShareGroupPartitionMetadataKey,
+    ShareGroupStatePartitionMetadataKey,
+    ShareGroupTargetAssignmentMemberKey,
+    ShareGroupTargetAssignmentMetadataKey,
+    StreamsGroupCurrentMemberAssignmentKey,
+    StreamsGroupMemberMetadataKey,
+    StreamsGroupMetadataKey,
+    StreamsGroupPartitionMetadataKey,
+    StreamsGroupTargetAssignmentMemberKey,
+    StreamsGroupTargetAssignmentMetadataKey,
+    StreamsGroupTargetAssignmentResolvedTopicIdsKey,
+    StreamsGroupTopologyKey,
+    TopicMetadataKey,
+)
+
+from . import expiration
+from .classic import session as classic_session
+from .common import group_configs, offsets
+from .common.configs import classic_config, offsets_retention
+from .common.shard import CoordinatorShard, LoadHook, Replayer
+from .consumer import heartbeat as consumer_heartbeat
+from .consumer import regex as consumer_regex
+from .consumer import replay as consumer_replay
+
+REPLAYED: tuple[tuple[type, Replayer], ...] = (
+    # offsets (all group types)
+    (OffsetCommitKey, offsets.replay),
+    # classic groups: one record per group
+    (GroupMetadataKey, classic_session.replay_group_metadata),
+    # consumer groups (KIP-848)
+    (ConsumerGroupMetadataKey, consumer_replay.group_metadata),
+    (ConsumerGroupPartitionMetadataKey, consumer_replay.partition_metadata),
+    (ConsumerGroupMemberMetadataKey, consumer_replay.member_metadata),
+    (ConsumerGroupTargetAssignmentMetadataKey, consumer_replay.target_metadata),
+    (ConsumerGroupTargetAssignmentMemberKey, consumer_replay.target_member),
+    (ConsumerGroupCurrentMemberAssignmentKey, consumer_replay.current_assignment),
+    (ConsumerGroupRegularExpressionKey, consumer_regex.replay),
+    # per-group configs (all group types)
+    (GroupConfigKey, group_configs.replay),
+)
+"""(record key type, replayer), one pair per replayed type."""
+
+REPLAYERS: Mapping[type, Replayer] = dict(REPLAYED)
+
+_SHARE = "share groups (KIP-932) are not served yet"
+_STREAMS = "streams groups (KIP-1071) are not served yet"
+NOT_REPLAYED: Mapping[type, str] = {
+    ShareGroupMetadataKey: _SHARE,
+    ShareGroupPartitionMetadataKey: _SHARE,
+    ShareGroupMemberMetadataKey: _SHARE,
+    ShareGroupTargetAssignmentMetadataKey: _SHARE,
+    ShareGroupTargetAssignmentMemberKey: _SHARE,
+    ShareGroupCurrentMemberAssignmentKey: _SHARE,
+    ShareGroupStatePartitionMetadataKey: _SHARE,
+    StreamsGroupMetadataKey: _STREAMS,
+    StreamsGroupPartitionMetadataKey: _STREAMS,
+    StreamsGroupMemberMetadataKey: _STREAMS,
+    StreamsGroupTargetAssignmentMetadataKey: _STREAMS,
+    StreamsGroupTargetAssignmentMemberKey: _STREAMS,
+    StreamsGroupCurrentMemberAssignmentKey: _STREAMS,
+    StreamsGroupTopologyKey: _STREAMS,
+    StreamsGroupTargetAssignmentResolvedTopicIdsKey: _STREAMS,
+    TopicMetadataKey: "written to __cluster_metadata-0, not to a coordinator partition; "
+                      "coordinator.metadata.log replays it",
+}
+"""Record types ``storage.records`` knows that no coordinator partition replays, and why."""
+
+LOAD_HOOKS: tuple[LoadHook, ...] = (
+    consumer_heartbeat.rearm_on_load,  # session and rebalance timeouts of consumer members
+    classic_session.arm_loaded_sessions,  # session timeouts of classic members
+    expiration.arm,  # the offsets-retention check (KIP-211)
+)
+"""What runs, in this order, once a partition's log is replayed."""
+
+
+def new_shard(partition: int, config: ServerConfig | None = None) -> CoordinatorShard:
+    """A coordinator partition's empty state, with the table above; ``config`` None means
+    Kafka's defaults."""
+    return CoordinatorShard(partition, replayers=REPLAYERS, load_hooks=LOAD_HOOKS,
+                            classic_config=classic_config(config),
+                            offsets_retention=offsets_retention(config))

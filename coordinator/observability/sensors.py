@@ -1,0 +1,99 @@
+"""Sensors the coordinator's code feeds as things happen: offsets committed, expired and deleted,
+rebalances, assignor runs. Each hook is a no-op until a collector attaches its sensors
+(``collector.install``), so pure handlers and their tests call them freely.
+
+This module imports only the standard library: every package of the coordinator may use it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, Protocol
+
+
+class _Count(Protocol):
+    def record(self, value: float = 1.0, /) -> None: ...
+
+
+class _Observe(Protocol):
+    def observe(self, value: float, /) -> None: ...
+
+
+class _Labelled(Protocol):
+    def labels(self, *values: str) -> _Observe: ...
+
+
+class Sensors(Protocol):
+    """What the hooks feed (``collector.Observability`` has them)."""
+
+    offset_commits: _Count
+    offsets_expired: _Count
+    offset_deletions: _Count
+    rebalances: _Count
+    assignor_runs: _Labelled
+    partitions_moved: _Labelled
+
+
+_attached: Sensors | None = None
+
+
+def attach(sensors: Sensors) -> None:
+    global _attached
+    _attached = sensors
+
+
+def detach(sensors: Sensors) -> None:
+    global _attached
+    if _attached is sensors:
+        _attached = None
+
+
+def record_offset_commits(count: int) -> None:
+    """``count`` offsets were committed (durably)."""
+    if _attached is not None and count > 0:
+        _attached.offset_commits.record(count)
+
+
+def record_offsets_expired(count: int) -> None:
+    if _attached is not None and count > 0:
+        _attached.offsets_expired.record(count)
+
+
+def record_offsets_deleted(count: int) -> None:
+    if _attached is not None and count > 0:
+        _attached.offset_deletions.record(count)
+
+
+def record_rebalance(group_id: str) -> None:
+    """A consumer group's epoch was bumped (a new rebalance starts)."""
+    if _attached is not None:
+        _attached.rebalances.record(1)
+
+
+def record_assignment(group_id: str, assignor: str, duration_ms: float, moved: int) -> None:
+    """An assignor run for ``group_id`` took ``duration_ms`` and gave ``moved`` partitions to
+    members whose target did not have them."""
+    if _attached is not None:
+        _attached.assignor_runs.labels(group_id, assignor).observe(duration_ms)
+        _attached.partitions_moved.labels(group_id).observe(moved)
+
+
+def partitions_moved(before: Mapping[str, Mapping[Any, Iterable[int]]],
+                     after: Mapping[str, Mapping[Any, Iterable[int]]]) -> int:
+    """How many (topic, partition) each member has in ``after`` but not in ``before``, summed:
+    a partition moving from one member to another counts once, a new one counts once."""
+    moved = 0
+    for member_id, assignment in after.items():
+        old = before.get(member_id, {})
+        for topic, partitions in assignment.items():
+            moved += len(set(partitions) - set(old.get(topic, ())))
+    return moved
+
+
+def record_offloaded_run(job: Any, outcome: Any) -> None:
+    """An offloaded run's result (``assignor_job.AssignorJob`` and ``JobResult``): its duration
+    in the worker and the partitions it moved relative to the targets it started from (counted
+    by the worker, which has both at hand)."""
+    if _attached is None:
+        return
+    record_assignment(job.group_id, job.assignor, outcome.assign_ms, outcome.moved)
