@@ -12,6 +12,8 @@ SUITE_STAMP := $(VENV)/.installed-suite
 SYSTEM_DEPS := kcat:kcat prometheus:prometheus promtool:prometheus
 
 .PHONY: run test test-fast lint typecheck bench-codec clean system-deps
+# A recipe that fails leaves no half-made target behind (a venv whose creation broke off).
+.DELETE_ON_ERROR:
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
