@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from assignors.spec import (
     NO_RACK,
@@ -18,6 +18,8 @@ from assignors.spec import (
 if TYPE_CHECKING:
     from assignors.spec import AssignmentSpec
 
+V = TypeVar("V")
+
 
 class _Interner:
     """Hands out one shared instance per distinct value (smaller pickles, identity checks)."""
@@ -25,9 +27,10 @@ class _Interner:
     __slots__ = ("_seen",)
 
     def __init__(self) -> None:
-        self._seen: dict[object, object] = {}
+        # value -> the first equal value seen, the same type as its key
+        self._seen: dict[Any, Any] = {}
 
-    def __call__(self, value: object) -> object:
+    def __call__(self, value: V) -> V:
         return self._seen.setdefault(value, value)
 
 
@@ -85,7 +88,7 @@ def build_spec(
             racks = frozenset(rack_of(r) for r in rack_names)
             per_partition.append(rack_set_index.setdefault(racks, len(rack_set_index)))
             common = racks if common is None else common & racks
-        partition_racks.append(intern(tuple(per_partition)))  # type: ignore[arg-type]
+        partition_racks.append(intern(tuple(per_partition)))
         common_racks.append(common if common is not None else frozenset())
 
     subscription_index: dict[tuple[int, ...], int] = {}
@@ -114,12 +117,12 @@ def build_spec(
             kept = sorted({p for p in parts if 0 <= p < counts[t]} - taken)
             if kept:
                 taken.update(kept)
-                held.append((t, intern(tuple(kept))))  # type: ignore[arg-type]
+                held.append((t, intern(tuple(kept))))
         held.sort()
-        current_topics.append(intern(tuple(t for t, _ in held)))  # type: ignore[arg-type]
+        current_topics.append(intern(tuple(t for t, _ in held)))
         current_partitions.append(tuple(p for _, p in held))
 
-    rack_sets = [frozenset()] * len(rack_set_index)
+    rack_sets: list[frozenset[int]] = [frozenset()] * len(rack_set_index)
     for racks, index in rack_set_index.items():
         rack_sets[index] = racks
 

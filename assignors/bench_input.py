@@ -18,7 +18,7 @@ import uuid
 from dataclasses import dataclass
 
 from assignors.base import PartitionAssignor
-from assignors.spec import AssignmentSpec, MemberSpec, TopicMetadata
+from assignors.spec import AssignmentSpec, MemberSpec, TopicId, TopicMetadata
 
 MAX_BUCKETS = 5
 
@@ -61,7 +61,7 @@ def build_spec(case: BenchCase, assignor: PartitionAssignor, seed: int = 0) -> A
     topics = [
         TopicMetadata(tid, f"topic{i}", ppt, partition_racks) for i, tid in enumerate(topic_ids)
     ]
-    lags = None
+    lags: dict[TopicId, list[int]] | None = None
     if assignor.name == "lag":
         lags = {tid: [rng.randrange(100_000) for _ in range(ppt)] for tid in topic_ids}
 

@@ -77,8 +77,10 @@ def partition_lags(
     log (log end - log start) under ``earliest`` and 0 under ``latest``.
     """
     n = spec.partition_counts[topic]
-    if spec.lags and spec.lags[topic] is not None:
-        return spec.lags[topic]  # type: ignore[return-value]
+    if spec.lags:
+        explicit = spec.lags[topic]
+        if explicit is not None:
+            return explicit
     offsets = spec.offsets[topic] if spec.offsets else None
     if offsets is None:
         return (0,) * n
@@ -155,10 +157,11 @@ class _Ranking:
         if 4 * (len(dirty) + len(popped)) > len(keys):
             changed = list(dirty) + popped
             listed.update(zip(changed, self.keys_of(changed), strict=True))
-            keys[:] = sorted(listed.values())  # type: ignore[type-var]
+            keys[:] = sorted(listed.values())  # type: ignore[arg-type,type-var]  # no None left
         else:
             for m in dirty:
-                del keys[bisect_left(keys, listed[m])]  # type: ignore[arg-type]
+                # only popped members map to None, and they left dirty above
+                del keys[bisect_left(keys, listed[m])]  # type: ignore[type-var]  # never None
             changed = popped + list(dirty)
             new = self.keys_of(changed)
             listed.update(zip(changed, new, strict=True))
@@ -277,24 +280,24 @@ class _Engine:
         out_parts: list[list[Partitions]] = [[] for _ in range(members)]
         watchers = self.watchers
         for t in range(topics):
-            sig = topic_sig[t]
-            if sig is None:
+            t_sig = topic_sig[t]
+            if t_sig is None:
                 continue
-            lags = all_lags[t]
-            assert lags is not None
+            t_lags = all_lags[t]
+            assert t_lags is not None
             chosen_members, chosen_parts, chosen_loads = self._topic(
-                sig, sig_members[sig], lags, holders[t]
+                t_sig, sig_members[t_sig], t_lags, holders[t]
             )
-            self.remaining[sig] -= 1
-            if not self.remaining[sig]:
-                self._retire(sig)
+            self.remaining[t_sig] -= 1
+            if not self.remaining[t_sig]:
+                self._retire(t_sig)
             for m, parts, load in zip(chosen_members, chosen_parts, chosen_loads, strict=True):
                 out_topics[m].append(t)
                 out_parts[m].append(parts)
                 tl[m] += load
                 tc[m] += len(parts)
             if watchers:
-                notified = {id(r): r for s in sig for r in watchers.get(s, ())}
+                notified = {id(r): r for s in t_sig for r in watchers.get(s, ())}
                 for ranking in notified.values():
                     ranking.dirty.update(chosen_members)
         return GroupAssignment(spec.member_ids, spec.topic_ids, out_topics, out_parts)

@@ -34,9 +34,9 @@ class RangeAssignor(PartitionAssignor):
             for t in spec.subscriptions[s]:
                 signature.setdefault(t, []).append(s)
         classes: dict[tuple[int, tuple[int, ...]], list[int]] = {}
-        for t, subs in signature.items():
+        for t, sub_list in signature.items():
             if counts[t]:
-                classes.setdefault((counts[t], tuple(subs)), []).append(t)
+                classes.setdefault((counts[t], tuple(sub_list)), []).append(t)
 
         rank = _range_rank(spec)
         out_topics: list[tuple[int, ...]] = [()] * spec.member_count
@@ -174,7 +174,7 @@ def _current_owners(
         whole.append(None)
         mixed = True
     if not mixed:
-        return [list(p) if p else [] for p in whole]  # type: ignore[arg-type]
+        return [list(p) if p else [] for p in whole]
     votes: dict[int, dict[int, int]] = {}
     for i, m in enumerate(members):
         rep = whole[i]

@@ -139,7 +139,7 @@ class GroupAssignment:
             return NotImplemented
         return self.members == other.members
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]  # the way to declare a class unhashable
 
     def __repr__(self) -> str:
         return f"GroupAssignment({self.members!r})"

@@ -134,8 +134,8 @@ def _hand_out_by_rack(
         choice = best
         if not matches(spec, members[best[1]], t, p):
             for rack in rack_lists[prs[p]]:
-                heap = by_rack.get(rack)
-                cand = top(heap) if heap is not None else None
+                rack_heap = by_rack.get(rack)
+                cand = top(rack_heap) if rack_heap is not None else None
                 if cand is not None and cand[0] == best[0] and (choice is best or cand < choice):
                     choice = cand
         i = choice[1]
@@ -267,9 +267,9 @@ def _undo_swaps(
     """Trade back pairs of moves that cancel out in load (and keep the balance bound)."""
     floor = {t: min(load[i] for i in subs_t) for t, subs_t in subscribers.items() if subs_t}
     owner_before: dict[tuple[int, int], int] = {}
-    for i, orig in enumerate(original):
-        for t, parts in orig.items():
-            for p in parts:
+    for i, held_before in enumerate(original):
+        for t, parts_before in held_before.items():
+            for p in parts_before:
                 owner_before[t, p] = i
     # partitions each member gained that it did not hold before, by topic
     gained: list[dict[int, list[int]]] = [{} for _ in held]

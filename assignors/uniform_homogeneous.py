@@ -83,12 +83,13 @@ def assign_homogeneous(
         excess = cnt[i] - quota[i]
         if excess > 0:
             if use_racks:
-                ts, ps = _shed_by_rack(
+                kept_topics[i], kept_parts[i] = _shed_by_rack(
                     spec, members[i], kept_topics[i], kept_parts[i], excess, pool
                 )
             else:
-                ts, ps = _shed_tail(kept_topics[i], kept_parts[i], excess, pool)
-            kept_topics[i], kept_parts[i] = ts, ps
+                kept_topics[i], kept_parts[i] = _shed_tail(
+                    kept_topics[i], kept_parts[i], excess, pool
+                )
             cnt[i] = quota[i]
 
     needy = [i for i in range(n) if cnt[i] < quota[i]]

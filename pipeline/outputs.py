@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-_GROUP = [("store", pa.string()), ("group_id", pa.string()), ("group_type", pa.string())]
+_GROUP: list[tuple[str, pa.DataType]] = [
+    ("store", pa.string()), ("group_id", pa.string()), ("group_type", pa.string())
+]
 
 ASSIGNMENT_RUNS = pa.schema([
     *_GROUP,

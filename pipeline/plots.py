@@ -66,8 +66,9 @@ def rebalance_durations(rebalances: pd.DataFrame, path: Path) -> Path:
                       & rebalances["duration_ms"].notna()]
     if len(done):
         left.hist(done["duration_ms"], bins=min(50, max(5, len(done) // 4)), color="#4C72B0")
-        per = (done.groupby("group_id")["duration_ms"]
-               .quantile([0.5, 0.99]).unstack().sort_values(0.99).tail(MAX_GROUPS))
+        durations = done.groupby("group_id")["duration_ms"]
+        per = (pd.DataFrame({"p50": durations.quantile(0.5), "p99": durations.quantile(0.99)})
+               .sort_values("p99").tail(MAX_GROUPS))
         per.plot.barh(ax=right, color=["#55A868", "#C44E52"])
         right.legend(["p50", "p99"], fontsize=8)
     else:

@@ -232,10 +232,11 @@ class BatchBuilder:
             for name, column in zip(_FIELDS_OF[type_id], columns[3:], strict=True):
                 i = put[name]
                 arrays[i] = pa.array(column, ARROW_SCHEMA.field(i).type)
-        for i, array in enumerate(arrays):
-            if array is None:
-                arrays[i] = pa.nulls(n, ARROW_SCHEMA.field(i).type)
-        return pa.RecordBatch.from_arrays(arrays, schema=ARROW_SCHEMA)
+        filled = [
+            pa.nulls(n, ARROW_SCHEMA.field(i).type) if array is None else array
+            for i, array in enumerate(arrays)
+        ]
+        return pa.RecordBatch.from_arrays(filled, schema=ARROW_SCHEMA)
 
 
 BATCH_ROWS = 65_536

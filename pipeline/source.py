@@ -11,7 +11,7 @@ stores: ``.option("paths", json.dumps([dir1, dir2]))`` instead of a path.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict
 from typing import Any
 
@@ -25,13 +25,13 @@ from pipeline.schema import ARROW_SCHEMA
 NAME = "coordinator-log"
 
 
-class SegmentPartition(InputPartition):  # type: ignore[misc]
+class SegmentPartition(InputPartition):
     def __init__(self, segment: dict[str, Any]) -> None:
         super().__init__(segment)
         self.segment = segment
 
 
-class CoordinatorLogDataSource(DataSource):  # type: ignore[misc]
+class CoordinatorLogDataSource(DataSource):
     @classmethod
     def name(cls) -> str:
         return NAME
@@ -43,7 +43,7 @@ class CoordinatorLogDataSource(DataSource):  # type: ignore[misc]
         return CoordinatorLogReader(_stores(self.options))
 
 
-def _stores(options: dict[str, str]) -> list[str]:
+def _stores(options: Mapping[str, str]) -> list[str]:
     if "paths" in options:
         paths = json.loads(options["paths"])
         if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
@@ -54,7 +54,7 @@ def _stores(options: dict[str, str]) -> list[str]:
     raise ValueError("coordinator-log: give a log directory with load(path) or option paths")
 
 
-class CoordinatorLogReader(DataSourceReader):  # type: ignore[misc]
+class CoordinatorLogReader(DataSourceReader):
     def __init__(self, stores: list[str]) -> None:
         self.stores = stores
 
@@ -62,7 +62,7 @@ class CoordinatorLogReader(DataSourceReader):  # type: ignore[misc]
         from pipeline.segments import list_segments, store_label
 
         segments = list_segments(self.stores)
-        parts = []
+        parts: list[InputPartition] = []
         for seg in segments:
             entry = asdict(seg)
             entry["store"] = store_label(seg.store)

@@ -66,7 +66,7 @@ def _plan(cls: type) -> tuple[frozenset[str], tuple[tuple[str, Any], ...]]:
 
 def make(cls: type[T], /, **values: Any) -> T:
     """An instance of ``cls`` from the values it has fields for, neutral values for the rest."""
-    names, required = _plan(cls)
+    names, required = _plan(cls)  # type: ignore[arg-type]  # classes hash: mypy#11470
     kwargs = {name: value for name, value in values.items() if name in names}
     for name, neutral in required:
         if name not in kwargs:

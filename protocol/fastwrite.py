@@ -21,7 +21,7 @@ import struct
 from collections.abc import Callable
 from dataclasses import MISSING, Field, fields
 from functools import cache
-from typing import IO, Any
+from typing import IO, Any, cast
 
 from kio.serial import entity_writer
 from kio.serial._implicit_defaults import get_tagged_field_default
@@ -37,6 +37,7 @@ from kio.serial._introspect import (
 )
 from kio.serial.errors import OutOfBoundValue
 from kio.static.constants import uuid_zero
+from kio.static.protocol import Entity
 
 __all__ = ["BufferWriter", "compile_writer", "encode", "is_compiled", "stream_writer", "write"]
 
@@ -142,12 +143,12 @@ class _Compiler:
     variable) down to ``_INLINE_DEPTH`` levels; deeper ones call their own compiled writer.
     """
 
-    def __init__(self, cls: type) -> None:
+    def __init__(self, cls: type[Entity]) -> None:
         self.cls = cls
         self.namespace: dict[str, Any] = dict(_BASE_NAMESPACE)
         self.counter = itertools.count()
         self.constants: dict[int, str] = {}
-        self.inlining: list[type] = []
+        self.inlining: list[type[Entity]] = []
 
     # -- names --------------------------------------------------------------------------------
 
@@ -266,7 +267,7 @@ class _Compiler:
             ]
         return lines, indent + "    ", n
 
-    def nested(self, cls: type, v: str, buf: str, indent: str) -> list[_Op]:
+    def nested(self, cls: type[Entity], v: str, buf: str, indent: str) -> list[_Op]:
         """Ops appending the (non-null) entity ``v`` of class ``cls``: inlined or a call."""
         if cls in self.inlining:
             raise Unsupported(f"recursive entity {cls.__qualname__}")
@@ -277,7 +278,7 @@ class _Compiler:
 
     # -- entities and fields ------------------------------------------------------------------
 
-    def entity(self, cls: type, v: str, buf: str, indent: str) -> list[_Op]:
+    def entity(self, cls: type[Entity], v: str, buf: str, indent: str) -> list[_Op]:
         """Ops appending entity ``v`` (an expression free of side effects) of class ``cls``."""
         self.inlining.append(cls)
         try:
@@ -300,7 +301,7 @@ class _Compiler:
             self.inlining.pop()
 
     def field(
-        self, cls: type, f: Field[Any], buf: str, v: str, indent: str, is_tag: bool
+        self, cls: type[Entity], f: Field[Any], buf: str, v: str, indent: str, is_tag: bool
     ) -> list[_Op]:
         """Ops appending field ``f`` of an entity of class ``cls``, whose value is ``v``."""
         flexible = bool(cls.__flexible__)
@@ -376,7 +377,7 @@ class _Compiler:
         return [_Code(lines)]
 
     def tagged(
-        self, cls: type, tagged: list[tuple[int, Field[Any]]], v: str, buf: str, indent: str
+        self, cls: type[Entity], tagged: list[tuple[int, Field[Any]]], v: str, buf: str, indent: str
     ) -> list[_Op]:
         """The tagged-field section of a flexible entity: count, then (tag, size, value)s."""
         if not tagged:
@@ -455,13 +456,14 @@ class _Sink:
         self.write = buf.extend
 
 
-def _kio_fallback(cls: type) -> BufferWriter:
+def _kio_fallback(cls: type[Entity]) -> BufferWriter:
     kio_write = entity_writer(cls)
 
     def write(buf: bytearray, value: Any) -> None:
-        kio_write(_Sink(buf), value)
+        # kio's writers call nothing but ``write`` on their stream
+        kio_write(cast("IO[bytes]", _Sink(buf)), value)
 
-    write.__fastwrite_fallback__ = True  # type: ignore[attr-defined]
+    write.__fastwrite_fallback__ = True  # type: ignore[attr-defined]  # a marker on a function
     return write
 
 
@@ -477,13 +479,13 @@ def _nullable(write_entity: BufferWriter) -> BufferWriter:
 
 
 @cache
-def source_of(cls: type) -> str:
+def source_of(cls: type[Entity]) -> str:
     """The generated source of ``cls``'s writer (raises ``Unsupported``), for debugging."""
     return _Compiler(cls).source()
 
 
 @cache
-def compile_writer(cls: type, nullable: bool = False) -> BufferWriter:
+def compile_writer(cls: type[Entity], nullable: bool = False) -> BufferWriter:
     """``write(buf, value)`` appending the wire encoding of ``value`` (a ``cls``) to ``buf``.
 
     Byte-for-byte kio's ``entity_writer(cls, nullable)``; ``nullable`` adds the KIP-893 marker
@@ -505,15 +507,15 @@ def compile_writer(cls: type, nullable: bool = False) -> BufferWriter:
     return writer
 
 
-def is_compiled(cls: type) -> bool:
+def is_compiled(cls: type[Entity]) -> bool:
     """Whether ``cls`` (and every entity inside it) got a compiled writer, not kio's."""
     return not getattr(compile_writer(cls), "__fastwrite_fallback__", False) and all(
         is_compiled(inner) for inner in _nested_entities(cls)
     )
 
 
-def _nested_entities(cls: type) -> list[type]:
-    found = []
+def _nested_entities(cls: type[Entity]) -> list[type[Entity]]:
+    found: list[type[Entity]] = []
     for f in fields(cls):
         kind = classify_field(f)
         if isinstance(kind, EntityField | EntityTupleField):
@@ -523,17 +525,17 @@ def _nested_entities(cls: type) -> list[type]:
 
 def write(buf: bytearray, value: Any) -> None:
     """Append the encoding of the kio entity ``value`` to ``buf``."""
-    compile_writer(type(value))(buf, value)
+    compile_writer(type(value))(buf, value)  # type: ignore[arg-type]  # classes hash: mypy#11470
 
 
 def encode(value: Any) -> bytes:
     """The encoding of the kio entity ``value``."""
     buf = bytearray()
-    compile_writer(type(value))(buf, value)
+    compile_writer(type(value))(buf, value)  # type: ignore[arg-type]  # classes hash: mypy#11470
     return bytes(buf)
 
 
-def stream_writer(cls: type) -> Callable[[IO[bytes], Any], None]:
+def stream_writer(cls: type[Entity]) -> Callable[[IO[bytes], Any], None]:
     """A drop-in for kio's ``entity_writer(cls)``: writes to a binary stream."""
     write_buf = compile_writer(cls)
 

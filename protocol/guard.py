@@ -40,6 +40,7 @@ from kio.serial._introspect import (
     get_field_tag,
     is_optional,
 )
+from kio.static.protocol import Entity
 
 from .errors import MalformedFrame
 
@@ -95,9 +96,9 @@ def _kafka_type(field: Field[Any]) -> str:
     return value if isinstance(value, str) else "?"
 
 
-def _fixed_struct_size(cls: type, path: frozenset[type] = frozenset()) -> int | None:
+def _fixed_struct_size(cls: type[Entity], path: frozenset[type] = frozenset()) -> int | None:
     """Bytes every instance of ``cls`` takes on the wire, or None when that varies."""
-    if cls.__flexible__ or cls in path:  # type: ignore[attr-defined]
+    if cls.__flexible__ or cls in path:
         return None
     total = 0
     for field in fields(cls):
@@ -117,9 +118,9 @@ def _fixed_struct_size(cls: type, path: frozenset[type] = frozenset()) -> int | 
     return total
 
 
-def _min_struct_size(cls: type, path: frozenset[type] = frozenset()) -> int:
+def _min_struct_size(cls: type[Entity], path: frozenset[type] = frozenset()) -> int:
     """The fewest bytes an instance of ``cls`` can take on the wire."""
-    flexible = bool(cls.__flexible__)  # type: ignore[attr-defined]
+    flexible = bool(cls.__flexible__)
     total = 1 if flexible else 0  # the tagged-field count
     if cls in path:
         return total
@@ -149,7 +150,7 @@ class _Lazy:
 
     __slots__ = ("cls", "fn")
 
-    def __init__(self, cls: type) -> None:
+    def __init__(self, cls: type[Entity]) -> None:
         self.cls = cls
         self.fn: Walker = None
 
@@ -207,7 +208,7 @@ class _Gen:
 
     # -- structs --------------------------------------------------------------------------
 
-    def struct(self, cls: type, indent: int, path: tuple[type, ...]) -> None:
+    def struct(self, cls: type[Entity], indent: int, path: tuple[type, ...]) -> None:
         """Code advancing pos over one (non-null) instance of ``cls``."""
         if cls in path:
             ref = self.name("W")
@@ -216,7 +217,7 @@ class _Gen:
             self.emit(indent, f"pos = {ref}(buf, pos, end)")
             return
         path = (*path, cls)
-        flexible = bool(cls.__flexible__)  # type: ignore[attr-defined]
+        flexible = bool(cls.__flexible__)
         tagged: list[tuple[int, Field[Any]]] = []
         for field in fields(cls):
             tag = get_field_tag(field)
@@ -229,7 +230,7 @@ class _Gen:
 
     def tagged_fields(
         self,
-        cls: type,
+        cls: type[Entity],
         tagged: list[tuple[int, Field[Any]]],
         indent: int,
         path: tuple[type, ...],
@@ -285,7 +286,7 @@ class _Gen:
 
     def field(
         self,
-        cls: type,
+        cls: type[Entity],
         field: Field[Any],
         flexible: bool,
         tagged: bool,
@@ -358,7 +359,7 @@ class _Gen:
         indent: int,
         what: str,
         item_type: str | None,
-        item_cls: type | None,
+        item_cls: type[Entity] | None,
         path: tuple[type, ...],
     ) -> None:
         n = self.name("n")
@@ -414,12 +415,12 @@ class _Gen:
         return "\n".join([head, *self.lines, "    return pos", ""])
 
 
-def walker_source(cls: type) -> str:
+def walker_source(cls: type[Entity]) -> str:
     """The generated walker's source for ``cls`` (for reading and debugging)."""
     return _Gen(cls).source()
 
 
-def _compile(cls: type) -> Walker:
+def _compile(cls: type[Entity]) -> Walker:
     gen = _Gen(cls)
     source = gen.source()
     code = compile(source, f"<guard {cls.__module__}.{cls.__qualname__}>", "exec")

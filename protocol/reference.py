@@ -4,6 +4,7 @@ our codec is cross-checked against in tests and compared with in ``bench codec``
 from __future__ import annotations
 
 from functools import cache
+from typing import TypeVar
 
 import kafka.protocol.admin
 import kafka.protocol.consumer
@@ -11,9 +12,11 @@ import kafka.protocol.metadata
 import kafka.protocol.producer  # noqa: F401  (imports register the message classes)
 from kafka.protocol.api_message import ApiMessage
 
+T = TypeVar("T")
 
-def _subclasses(cls: type) -> list[type]:
-    found = []
+
+def _subclasses(cls: type[T]) -> list[type[T]]:
+    found: list[type[T]] = []
     for sub in cls.__subclasses__():
         found.append(sub)
         found.extend(_subclasses(sub))
@@ -21,8 +24,8 @@ def _subclasses(cls: type) -> list[type]:
 
 
 @cache
-def kafka_python_classes() -> dict[tuple[int, bool], type]:
-    classes: dict[tuple[int, bool], type] = {}
+def kafka_python_classes() -> dict[tuple[int, bool], type[ApiMessage]]:
+    classes: dict[tuple[int, bool], type[ApiMessage]] = {}
     for cls in _subclasses(ApiMessage):
         if getattr(cls, "_class_version", None) is None and getattr(cls, "_json", None):
             classes[(cls.API_KEY, cls.is_request())] = cls

@@ -17,7 +17,7 @@ import struct
 import types
 import uuid
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar, cast, dataclass_transform, overload
 
 from storage.errors import RecordDecodeError
 
@@ -43,6 +43,7 @@ __all__ = [
     "codec",
     "f",
     "kafka_uuid_str",
+    "record",
     "struct_from_json",
     "struct_to_json",
 ]
@@ -90,7 +91,7 @@ class Array(Kind):
 class Struct(Kind):
     """A nested struct (a class decorated with :func:`codec`)."""
 
-    def __init__(self, cls: type) -> None:
+    def __init__(self, cls: type[Any]) -> None:
         super().__init__(cls.__name__)
         self.cls = cls
 
@@ -102,6 +103,10 @@ class NStruct(Struct):
 _META = "storage.codec"
 
 
+@overload
+def f(kind: Kind, *, default: T, name: str | None = None, since: int = 0) -> T: ...
+@overload
+def f(kind: Kind, *, name: str | None = None, since: int = 0) -> Any: ...
 def f(
     kind: Kind,
     *,
@@ -114,6 +119,9 @@ def f(
     ``name`` is the Kafka field name (default: the attribute in CamelCase, or lowerCamelCase
     with ``@codec(lower_camel=True)``). ``since`` is the value version that added the field;
     older versions decode it as ``default``.
+
+    For type checkers this is a field specifier of :func:`record` (the field's type is its
+    annotation; with ``default=`` the field is optional, and the default must fit the type).
     """
     meta = {_META: (kind, name, since)}
     if default is dataclasses.MISSING:
@@ -121,6 +129,16 @@ def f(
     if isinstance(default, list | dict | set):
         raise TypeError("mutable defaults are not allowed; use a tuple")
     return dataclasses.field(default=default, metadata=meta)
+
+
+@dataclass_transform(frozen_default=True, kw_only_default=True, field_specifiers=(f,))
+def record(cls: type[T]) -> type[T]:
+    """``@dataclass(frozen=True, slots=True, kw_only=True)``, the form of every record struct.
+
+    Declared with ``dataclass_transform`` so that type checkers see the dataclass (its
+    keyword-only ``__init__``, frozen fields) and read :func:`f` as its field specifier.
+    """
+    return dataclasses.dataclass(frozen=True, slots=True, kw_only=True)(cls)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -136,6 +154,16 @@ def _camel(attr: str, lower: bool) -> str:
     parts = attr.split("_")
     out = "".join(p[:1].upper() + p[1:] for p in parts)
     return out[:1].lower() + out[1:] if lower else out
+
+
+class _Compiled(Protocol):
+    """The class attributes :func:`codec` adds to a record class."""
+
+    _codec_fields: tuple[FieldSpec, ...]
+    # def _enc(o, out) -> None: appends o's fields to bytearray out
+    _codec_encode_body: Callable[[Any, bytearray], None]
+    # def _dec(buf, pos, version) -> (obj, new_pos)
+    _codec_decode_body: Callable[[bytes, int, int], tuple[Any, int]]
 
 
 def fields_of(cls: type) -> tuple[FieldSpec, ...]:
@@ -194,7 +222,7 @@ def uuid_from_bytes(b: bytes) -> uuid.UUID:
 # code generation
 
 
-class EncodedOnce(tuple):  # type: ignore[type-arg]
+class EncodedOnce(tuple):
     """A tuple of structs, for an array field, that keeps its encoding after it is first
     encoded: an array written again and again unchanged (a consumer group member's partitions,
     at each epoch bump) is encoded once. Equal to, and decoded as, a plain tuple."""
@@ -443,8 +471,9 @@ def _compile(cls: type, specs: tuple[FieldSpec, ...]) -> None:
         g.emit(1, f"return _cls({kwargs}), pos")
     decode_body = _exec(g, "_dec", cls)
 
-    cls._codec_encode_body = encode_body  # type: ignore[attr-defined]
-    cls._codec_decode_body = decode_body  # type: ignore[attr-defined]
+    compiled = cast(_Compiled, cls)
+    compiled._codec_encode_body = encode_body
+    compiled._codec_decode_body = decode_body
 
 
 def _exec(g: _Gen, fn: str, cls: type) -> Callable[..., Any]:
@@ -457,7 +486,13 @@ def _exec(g: _Gen, fn: str, cls: type) -> Callable[..., Any]:
     return func
 
 
-def codec(cls: type[T] | None = None, *, lower_camel: bool = False) -> Any:
+@overload
+def codec(cls: type[T], *, lower_camel: bool = False) -> type[T]: ...
+@overload
+def codec(cls: None = None, *, lower_camel: bool = False) -> Callable[[type[T]], type[T]]: ...
+def codec(
+    cls: type[T] | None = None, *, lower_camel: bool = False
+) -> type[T] | Callable[[type[T]], type[T]]:
     """Class decorator: compile the encoder/decoder of a frozen dataclass declared with f()."""
 
     def wrap(c: type[T]) -> type[T]:
@@ -480,8 +515,9 @@ def codec(cls: type[T] | None = None, *, lower_camel: bool = False) -> Any:
                     default=fld.default,
                 )
             )
-        c._codec_fields = tuple(specs)  # type: ignore[attr-defined]
-        _compile(c, c._codec_fields)  # type: ignore[attr-defined]
+        field_specs = tuple(specs)
+        cast(_Compiled, c)._codec_fields = field_specs
+        _compile(c, field_specs)
         return c
 
     if cls is not None:
@@ -496,7 +532,7 @@ def encode_struct(obj: Any, out: bytearray) -> None:
 
 def decode_struct(cls: type[T], buf: bytes, pos: int, version: int) -> tuple[T, int]:
     """Decode a ``cls`` at ``pos`` of ``buf`` written with ``version``; returns (obj, new_pos)."""
-    result: tuple[T, int] = cls._codec_decode_body(buf, pos, version)  # type: ignore[attr-defined]
+    result: tuple[T, int] = cast(_Compiled, cls)._codec_decode_body(buf, pos, version)
     return result
 
 

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import ClassVar
 
-from storage.codec import BYTES, INT32, INT64, NSTRING, STRING, Array, Struct, codec, f
-
-record = dataclass(frozen=True, slots=True, kw_only=True)
+from storage.codec import BYTES, INT32, INT64, NSTRING, STRING, Array, Struct, codec, f, record
 
 
 @codec(lower_camel=True)

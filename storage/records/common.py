@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
 
-from storage.codec import INT32, STRING, UUID, Array, Struct, codec, f
-
-record = dataclass(frozen=True, slots=True, kw_only=True)
+from storage.codec import INT32, STRING, UUID, Array, Struct, codec, f, record
 
 
 @codec

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import ClassVar
 
 from storage.codec import (
@@ -17,10 +16,9 @@ from storage.codec import (
     Struct,
     codec,
     f,
+    record,
 )
 from storage.records.common import TopicMetadata, TopicPartitions
-
-record = dataclass(frozen=True, slots=True, kw_only=True)
 
 _TP = Array(Struct(TopicPartitions))
 

@@ -9,12 +9,9 @@ write one: KIP-848 keeps a group's configs when the group is deleted.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import ClassVar
 
-from storage.codec import STRING, STRING_MAP, codec, f
-
-record = dataclass(frozen=True, slots=True, kw_only=True)
+from storage.codec import STRING, STRING_MAP, codec, f, record
 
 
 @codec
@@ -30,7 +27,10 @@ class GroupConfigValue:
     """Config name -> value as the admin client set it (a ``dict``; the record is unhashable)."""
 
     VERSION: ClassVar[int] = 0
-    configs: Mapping[str, str] = f(STRING_MAP, default=None)
+    configs: Mapping[str, str] = f(
+        STRING_MAP,
+        default=None,  # type: ignore[arg-type]  # __post_init__ makes it {}
+    )
 
     def __post_init__(self) -> None:
         if self.configs is None:

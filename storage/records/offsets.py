@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
 from typing import ClassVar
 
-from storage.codec import INT32, INT64, NUUID, STRING, codec, f
-
-record = dataclass(frozen=True, slots=True, kw_only=True)
+from storage.codec import INT32, INT64, NUUID, STRING, codec, f, record
 
 
 @codec(lower_camel=True)

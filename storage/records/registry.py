@@ -21,12 +21,14 @@ _HDR = struct.Struct(">h")
 class RecordType:
     type_id: int
     name: str  # Kafka's record name without Key/Value, e.g. "ConsumerGroupTargetAssignmentMetadata"
-    key_cls: type
-    value_cls: type
+    # record classes made by @codec: their TYPE_ID / VERSION and compiled codec are class
+    # attributes the checker cannot see on a plain ``type``
+    key_cls: type[Any]
+    value_cls: type[Any]
 
 
-def _pairs() -> list[tuple[type, type]]:
-    pairs = []
+def _pairs() -> list[tuple[type[Any], type[Any]]]:
+    pairs: list[tuple[type[Any], type[Any]]] = []
     for module in (offsets, classic, consumer, share, streams, topics, group_config):
         for name, obj in vars(module).items():
             if name.endswith("Key") and isinstance(obj, type) and hasattr(obj, "TYPE_ID"):

@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
 from typing import ClassVar
 
-from storage.codec import INT8, INT32, INT64, NSTRING, STRING, UUID, Array, Struct, codec, f
+from storage.codec import INT8, INT32, INT64, NSTRING, STRING, UUID, Array, Struct, codec, f, record
 from storage.records.common import TopicMetadata, TopicPartitions
-
-record = dataclass(frozen=True, slots=True, kw_only=True)
 
 _TP = Array(Struct(TopicPartitions))
 

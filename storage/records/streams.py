@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
 from typing import ClassVar
 
 from storage.codec import (
@@ -20,10 +19,9 @@ from storage.codec import (
     Struct,
     codec,
     f,
+    record,
 )
 from storage.records.common import KeyValue, TopicMetadata
-
-record = dataclass(frozen=True, slots=True, kw_only=True)
 
 
 @codec

@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import ClassVar
 
-from storage.codec import INT32, STRING, STRING_MAP, UUID, codec, f
-
-record = dataclass(frozen=True, slots=True, kw_only=True)
+from storage.codec import INT32, STRING, STRING_MAP, UUID, codec, f, record
 
 
 @codec
@@ -27,7 +24,10 @@ class TopicMetadataValue:
     VERSION: ClassVar[int] = 0
     topic_id: uuid.UUID = f(UUID)
     num_partitions: int = f(INT32)
-    configs: Mapping[str, str] = f(STRING_MAP, default=None)
+    configs: Mapping[str, str] = f(
+        STRING_MAP,
+        default=None,  # type: ignore[arg-type]  # __post_init__ makes it {}
+    )
 
     def __post_init__(self) -> None:
         if self.configs is None:

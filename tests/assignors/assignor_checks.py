@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from collections import Counter
 from collections.abc import Hashable
+from typing import Any
 
 from hypothesis import strategies as st
 
@@ -67,8 +68,8 @@ def group_strategy(
     return members, topics
 
 
-def build(members: list[MemberSpec], topics: list[TopicMetadata], **kw: object) -> AssignmentSpec:
-    spec = AssignmentSpec.build(members, topics, **kw)  # type: ignore[arg-type]
+def build(members: list[MemberSpec], topics: list[TopicMetadata], **kw: Any) -> AssignmentSpec:
+    spec = AssignmentSpec.build(members, topics, **kw)
     spec.validate()
     return spec
 

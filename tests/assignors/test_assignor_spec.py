@@ -16,6 +16,7 @@ from assignors import (
     AssignmentSpec,
     AssignmentSpecError,
     GroupAssignment,
+    LagAssignor,
     MemberSpec,
     RangeAssignor,
     TopicMetadata,
@@ -35,7 +36,9 @@ def test_registry() -> None:
     assert DEFAULT_ASSIGNORS == ("uniform", "range")
     assert isinstance(get_assignor("uniform"), UniformAssignor)
     assert isinstance(get_assignor("range"), RangeAssignor)
-    assert get_assignor("lag", stickiness_tolerance=0.5).stickiness_tolerance == 0.5
+    lag = get_assignor("lag", stickiness_tolerance=0.5)
+    assert isinstance(lag, LagAssignor)
+    assert lag.stickiness_tolerance == 0.5
     with pytest.raises(UnknownAssignorError):
         get_assignor("roundrobin")
     for name, cls in ASSIGNORS.items():
@@ -110,7 +113,10 @@ def test_bench_run_small() -> None:
         result = bench.run(args)
         assert result["assignor"] == args.assignor
         assert result["members"] == 20
-        assert 0 <= result["min_ms"] <= result["median_ms"] <= result["max_ms"]
+        min_ms, median_ms, max_ms = result["min_ms"], result["median_ms"], result["max_ms"]
+        assert isinstance(min_ms, float) and isinstance(median_ms, float)
+        assert isinstance(max_ms, float)
+        assert 0 <= min_ms <= median_ms <= max_ms
 
 
 def test_bench_main_prints_json() -> None:

@@ -65,7 +65,7 @@ def _frame(value: Any) -> tuple[bytes, int]:
 
 def _neutral(cls: type) -> Any:
     """``make(cls)``, with the required struct fields it leaves None made too."""
-    value = make(cls)
+    value: Any = make(cls)
     for field in dataclasses.fields(cls):
         kind = classify_field(field)
         if (

@@ -72,10 +72,12 @@ def strategy(kind: codec.Kind) -> st.SearchStrategy[Any]:
     raise AssertionError(kind)
 
 
+def _deferred(kind: codec.Kind) -> st.SearchStrategy[Any]:
+    return st.deferred(lambda: strategy(kind))
+
+
 def struct_strategy(cls: type) -> st.SearchStrategy[Any]:
-    return st.builds(
-        cls, **{s.attr: st.deferred(lambda s=s: strategy(s.kind)) for s in codec.fields_of(cls)}
-    )
+    return st.builds(cls, **{s.attr: _deferred(s.kind) for s in codec.fields_of(cls)})
 
 
 ALL_TYPES = sorted(RECORD_TYPES)
@@ -202,7 +204,7 @@ def test_tombstone_and_value_helpers() -> None:
 def test_records_are_frozen() -> None:
     key = OffsetCommitKey(group="g", topic="t", partition=1)
     with pytest.raises(dataclasses.FrozenInstanceError):
-        key.group = "h"  # type: ignore[misc]
+        key.group = "h"  # type: ignore[misc]  # the point: records are frozen
 
 
 def test_newer_field_decodes_with_default_from_older_version() -> None:
