@@ -102,7 +102,7 @@ class Dispatcher:
             # No top-level error code to carry the failure: an empty body would read as
             # success, so the connection is closed instead.
             raise CloseConnection("internal error with no error field to report it in")
-        body = error_response(ctx.schema.response_type, ErrorCode.unknown_server_error)
+        body: Any = error_response(ctx.schema.response_type, ErrorCode.unknown_server_error)
         return self._encode(ctx, body)
 
     def _unsupported_version(self, api_key: int, api_version: int, correlation_id: int,
@@ -121,5 +121,5 @@ class Dispatcher:
                 f"unsupported {api_name(api_key)} version {api_version}, and its response has "
                 "no top-level error code"
             )
-        body = error_response(found.response_type, ErrorCode.unsupported_version)
+        body: Any = error_response(found.response_type, ErrorCode.unsupported_version)
         return encode_response(found, correlation_id, body)

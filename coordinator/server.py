@@ -8,8 +8,10 @@ handled at once, and a client that stops reading only stalls its own connection.
 from __future__ import annotations
 
 import asyncio
+import enum
 import itertools
 import struct
+from typing import Final
 
 import anyio
 
@@ -24,7 +26,16 @@ _SIZE = struct.Struct(">i")
 MAX_IN_FLIGHT = 64
 CLOSE_GRACE_S = 10.0
 TURN_REQUESTS = 2  # pipelined requests handled at once before other connections get a turn
-_END = object()
+
+
+class _End(enum.Enum):
+    """The type of ``_END``, queued after a connection's last answer (an enum, so that mypy
+    narrows ``item is _END``)."""
+
+    END = enum.auto()
+
+
+_END: Final = _End.END
 
 
 class Connection:
@@ -34,7 +45,8 @@ class Connection:
         self.reader = reader
         self.writer = writer
         self.id = connection_id
-        self.pending: asyncio.Queue[object] = asyncio.Queue(MAX_IN_FLIGHT)
+        self.pending: asyncio.Queue[bytes | asyncio.Future[bytes] | _End] = asyncio.Queue(
+            MAX_IN_FLIGHT)
         self.reason = ""
         self._scope: anyio.CancelScope | None = None
         self._writing = False  # the writer holds an answer not yet on the wire
@@ -136,7 +148,7 @@ class Connection:
                 data = item
             else:
                 try:
-                    data = await item  # type: ignore[misc]
+                    data = await item
                 except CloseConnection as exc:
                     self.reason = str(exc)
                     log.warning("closing connection: request failed", connection=self.id,

@@ -45,6 +45,6 @@ def unsupported_version_frame(registry: ApiRegistry, correlation_id: int) -> byt
     """Kafka answers an ApiVersions request of a version it does not know in the v0 format,
     with UNSUPPORTED_VERSION and its ranges, so the client can retry with one it supports."""
     v0 = schema(18, 0)
-    body = make(v0.response_type, error_code=ErrorCode.unsupported_version,
-                api_keys=_api_keys(registry, v0.response_type))
+    body: Any = make(v0.response_type, error_code=ErrorCode.unsupported_version,
+                     api_keys=_api_keys(registry, v0.response_type))
     return encode_response(v0, correlation_id, body)

@@ -70,11 +70,13 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     include_ops = bool(request.include_authorized_operations)
     groups = []
     for group_id in request.group_ids:
+        # a def, not a lambda: mypy cannot infer a lambda with a default argument
+        def read(shard: Any, now: int, gid: str = group_id) -> GroupDescription:
+            return describe(shard, gid, default)
+
         try:
-            found = await runtime.read(
-                runtime.partition_for(group_id),
-                lambda shard, now, gid=group_id: describe(shard, gid, default),
-                name="ConsumerGroupDescribe")
+            found = await runtime.read(runtime.partition_for(group_id), read,
+                                       name="ConsumerGroupDescribe")
         except CoordinatorError as exc:
             found = GroupDescription(group_id, exc.code, exc.message)
         groups.append(await _described(ctx, found, include_ops))

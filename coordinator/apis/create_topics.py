@@ -17,6 +17,7 @@ DEFAULT_CONFIG, DYNAMIC_TOPIC_CONFIG = 5, 1
 def _config_entries(ctx: RequestContext, overrides: dict[str, str]) -> tuple[Any, ...]:
     entries = []
     for definition in TOPIC_CONFIGS:
+        value: str | None
         if definition.name in overrides:
             value, source = overrides[definition.name], DYNAMIC_TOPIC_CONFIG
         else:

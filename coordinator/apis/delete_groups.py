@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from coordinator.groups import admin
+from coordinator.runtime import Result
 
 from .context import RequestContext
 from .group_common import run_on_group
@@ -13,8 +14,10 @@ from .group_common import run_on_group
 async def handle(ctx: RequestContext, request: Any) -> Any:
     results = []
     for group_id in request.groups_names:
-        error = await run_on_group(ctx, group_id,
-                                   lambda shard, now, g=group_id: admin.delete_group(shard, g),
-                                   "DeleteGroups")
+        # a def, not a lambda: mypy cannot infer a lambda with a default argument
+        def delete(shard: Any, now: int, g: str = group_id) -> Result:
+            return admin.delete_group(shard, g)
+
+        error = await run_on_group(ctx, group_id, delete, "DeleteGroups")
         results.append(ctx.nested("DeletableGroupResult", group_id=group_id, error_code=error))
     return ctx.respond(results=tuple(results))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from coordinator.config import ConfigDef
@@ -29,7 +29,7 @@ class ResourceError(Exception):
 
 def _entry(ctx: RequestContext, request: Any, definition: ConfigDef, value: str | None,
            source: int, read_only: bool) -> Any:
-    synonyms = ()
+    synonyms: tuple[Any, ...] = ()
     if request.include_synonyms:
         synonyms = (ctx.nested("DescribeConfigsSynonym", name=definition.name, value=value,
                                source=source),)
@@ -78,6 +78,7 @@ def _topic_configs(ctx: RequestContext, request: Any, resource: Any) -> list[Any
                             f"The topic '{resource.resource_name}' does not exist.")
     entries = []
     for definition in _wanted(TOPIC_CONFIGS, resource.configuration_keys):
+        value: str | None
         if definition.name in topic.configs:
             value, source = topic.configs[definition.name], DYNAMIC_TOPIC_CONFIG
         else:
@@ -114,7 +115,9 @@ async def _group_configs(ctx: RequestContext, request: Any, resource: Any) -> li
     return entries
 
 
-_BY_TYPE = {BROKER: _broker_configs, TOPIC: _topic_configs, GROUP: _group_configs}
+_Describe = Callable[[RequestContext, Any, Any], list[Any] | Awaitable[list[Any]]]
+_BY_TYPE: dict[int, _Describe] = {
+    BROKER: _broker_configs, TOPIC: _topic_configs, GROUP: _group_configs}
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:

@@ -13,7 +13,9 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from protocol import decode_request, encode_request, encode_response, make, schema
+from kafka.protocol.api_message import ApiMessage
+
+from protocol import Schema, decode_request, encode_request, encode_response, make, schema
 from protocol.reference import kafka_python_classes
 
 _MS = datetime.timedelta
@@ -24,19 +26,21 @@ def _heartbeat_messages() -> tuple[Any, Any]:
     req_mod = sys.modules[found.request_type.__module__]
     resp_mod = sys.modules[found.response_type.__module__]
     topics = tuple(uuid.UUID(int=i + 1) for i in range(10))
-    request = make(found.request_type, group_id="orders-consumers",
-                   member_id="Q8kZ3o0tRx2bA7fP1cYw9g", member_epoch=17, instance_id=None,
-                   rack_id="rack-a", rebalance_timeout=_MS(milliseconds=300000),
-                   subscribed_topic_names=None, subscribed_topic_regex=None,
-                   server_assignor=None,
-                   topic_partitions=tuple(req_mod.TopicPartitions(topic_id=t, partitions=(0, 1, 2))
-                                          for t in topics))
-    response = make(found.response_type, throttle_time=_MS(0), error_message=None,
-                    member_id="Q8kZ3o0tRx2bA7fP1cYw9g", member_epoch=18,
-                    heartbeat_interval=_MS(milliseconds=5000),
-                    assignment=resp_mod.Assignment(topic_partitions=tuple(
-                        resp_mod.TopicPartitions(topic_id=t, partitions=(0, 1, 2))
-                        for t in topics)))
+    request: Any = make(
+        found.request_type, group_id="orders-consumers",
+        member_id="Q8kZ3o0tRx2bA7fP1cYw9g", member_epoch=17, instance_id=None,
+        rack_id="rack-a", rebalance_timeout=_MS(milliseconds=300000),
+        subscribed_topic_names=None, subscribed_topic_regex=None,
+        server_assignor=None,
+        topic_partitions=tuple(req_mod.TopicPartitions(topic_id=t, partitions=(0, 1, 2))
+                               for t in topics))
+    response: Any = make(
+        found.response_type, throttle_time=_MS(0), error_message=None,
+        member_id="Q8kZ3o0tRx2bA7fP1cYw9g", member_epoch=18,
+        heartbeat_interval=_MS(milliseconds=5000),
+        assignment=resp_mod.Assignment(topic_partitions=tuple(
+            resp_mod.TopicPartitions(topic_id=t, partitions=(0, 1, 2))
+            for t in topics)))
     return request, response
 
 
@@ -45,22 +49,24 @@ def _join_group_messages() -> tuple[Any, Any]:
     req_mod = sys.modules[found.request_type.__module__]
     resp_mod = sys.modules[found.response_type.__module__]
     metadata = bytes(range(256)) * 2
-    request = make(found.request_type, group_id="orders-consumers",
-                   session_timeout=_MS(milliseconds=45000),
-                   rebalance_timeout=_MS(milliseconds=300000),
-                   member_id="consumer-1-4f1f0d0e-6c6a-4d1e-9c8f-2b2c1a3e4f50",
-                   group_instance_id=None, protocol_type="consumer",
-                   protocols=(req_mod.JoinGroupRequestProtocol(name="cooperative-sticky",
-                                                               metadata=metadata),
-                              req_mod.JoinGroupRequestProtocol(name="range", metadata=metadata)),
-                   reason="rebalance failed due to UnknownMemberIdException")
+    request: Any = make(
+        found.request_type, group_id="orders-consumers",
+        session_timeout=_MS(milliseconds=45000),
+        rebalance_timeout=_MS(milliseconds=300000),
+        member_id="consumer-1-4f1f0d0e-6c6a-4d1e-9c8f-2b2c1a3e4f50",
+        group_instance_id=None, protocol_type="consumer",
+        protocols=(req_mod.JoinGroupRequestProtocol(name="cooperative-sticky",
+                                                    metadata=metadata),
+                   req_mod.JoinGroupRequestProtocol(name="range", metadata=metadata)),
+        reason="rebalance failed due to UnknownMemberIdException")
     members = tuple(resp_mod.JoinGroupResponseMember(member_id=f"consumer-{i}",
                                                       group_instance_id=None, metadata=metadata)
                     for i in range(10))
-    response = make(found.response_type, throttle_time=_MS(0), generation_id=12,
-                    protocol_type="consumer", protocol_name="cooperative-sticky",
-                    leader="consumer-0", skip_assignment=False, member_id="consumer-0",
-                    members=members)
+    response: Any = make(
+        found.response_type, throttle_time=_MS(0), generation_id=12,
+        protocol_type="consumer", protocol_name="cooperative-sticky",
+        leader="consumer-0", skip_assignment=False, member_id="consumer-0",
+        members=members)
     return request, response
 
 
@@ -76,12 +82,13 @@ def _time_us(fn: Callable[[], object], iterations: int) -> float:
     return best * 1e6
 
 
-def _kafka_python_pair(api_key: int, request: bool) -> type | None:
+def _kafka_python_pair(api_key: int, request: bool) -> type[ApiMessage] | None:
     return kafka_python_classes().get((api_key, request))
 
 
 def _row(label: str, frame: bytes, decode: Callable[[], object], encode: Callable[[], object],
-         theirs: type | None, body: bytes, version: int, iterations: int) -> dict[str, Any]:
+         theirs: type[ApiMessage] | None, body: bytes, version: int,
+         iterations: int) -> dict[str, Any]:
     row: dict[str, Any] = {
         "message": label,
         "bytes": len(frame),
@@ -106,17 +113,29 @@ def measure(iterations: int) -> list[dict[str, Any]]:
         found = schema(api_key, version)
         request_frame = encode_request(request, correlation_id=7)
         request_body = _body_bytes(found, request, True)
+
+        # defs, not lambdas: mypy cannot infer a lambda with a default argument
+        def decode_req(f: bytes = request_frame) -> object:
+            return decode_request(memoryview(f)[4:])
+
+        def encode_req(m: Any = request) -> object:
+            return encode_request(m, correlation_id=7)
+
         rows.append(_row(
-            f"{name} v{version} request", request_frame,
-            lambda f=request_frame: decode_request(memoryview(f)[4:]),
-            lambda m=request: encode_request(m, correlation_id=7),
+            f"{name} v{version} request", request_frame, decode_req, encode_req,
             _kafka_python_pair(api_key, True), request_body, version, iterations))
         response_frame = encode_response(found, 7, response)
         header_size = 4 + (5 if found.response_header_version else 4)
+
+        def decode_resp(f: bytes = response_frame, h: int = header_size,
+                        s: Schema = found) -> object:
+            return s.read_response(f, h)
+
+        def encode_resp(m: Any = response, s: Schema = found) -> object:
+            return encode_response(s, 7, m)
+
         rows.append(_row(
-            f"{name} v{version} response", response_frame,
-            lambda f=response_frame, h=header_size, s=found: s.read_response(f, h),
-            lambda m=response, s=found: encode_response(s, 7, m),
+            f"{name} v{version} response", response_frame, decode_resp, encode_resp,
             _kafka_python_pair(api_key, False), response_frame[header_size:], version,
             iterations))
     return rows

@@ -16,7 +16,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from coordinator.testing import ServerProcess
 
@@ -57,7 +57,7 @@ class _Reader(threading.Thread):
                     if msg.error() is not None:
                         continue
                     now = time.time_ns()
-                    value = msg.value()
+                    value = cast(bytes, msg.value())  # every record written here has a value
                     if _STAMP.unpack_from(value)[0] == 0:  # the warm-up record
                         self.ready.set()
                         continue

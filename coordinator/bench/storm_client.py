@@ -20,7 +20,7 @@ from protocol import ErrorCode
 _SIZE = struct.Struct(">i")
 
 
-def message(api: str, version: int, name: str, kind: str = "request") -> type:
+def message(api: str, version: int, name: str, kind: str = "request") -> type[Any]:
     return getattr(importlib.import_module(f"kio.schema.{api}.v{version}.{kind}"), name)
 
 
@@ -90,7 +90,7 @@ class Wire:
         host, port = bootstrap.rsplit(":", 1)
         transport, frames = await asyncio.get_running_loop().create_connection(
             _FrameProtocol, host, int(port))
-        return cls(transport, frames)  # type: ignore[arg-type]
+        return cls(transport, frames)
 
     async def request(self, body: Any, frame: bytes | None = None) -> tuple[Any, float]:
         """(response, seconds from sending to the response's arrival). ``frame``: the request

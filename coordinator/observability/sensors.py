@@ -24,14 +24,22 @@ class _Labelled(Protocol):
 
 
 class Sensors(Protocol):
-    """What the hooks feed (``collector.Observability`` has them)."""
+    """What the hooks feed (``collector.Observability`` has them). Read-only members: the
+    hooks only read them, so any sensor that fits will do (a settable member would have to be
+    of exactly the protocol's type)."""
 
-    offset_commits: _Count
-    offsets_expired: _Count
-    offset_deletions: _Count
-    rebalances: _Count
-    assignor_runs: _Labelled
-    partitions_moved: _Labelled
+    @property
+    def offset_commits(self) -> _Count: ...
+    @property
+    def offsets_expired(self) -> _Count: ...
+    @property
+    def offset_deletions(self) -> _Count: ...
+    @property
+    def rebalances(self) -> _Count: ...
+    @property
+    def assignor_runs(self) -> _Labelled: ...
+    @property
+    def partitions_moved(self) -> _Labelled: ...
 
 
 _attached: Sensors | None = None

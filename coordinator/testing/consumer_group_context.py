@@ -7,7 +7,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 from coordinator.groups.common.offload import AssignorRun, chunks, run_inline
 from coordinator.groups.consumer.env import ConsumerGroupEnv, ConsumerGroupSettings
@@ -165,6 +165,11 @@ class ConsumerGroupContext:
         member = self.group(group_id).member(member_id)
         assert member is not None
         return member
+
+    @overload
+    def named(self, assignment: Assignment) -> dict[str, set[int]]: ...
+    @overload
+    def named(self, assignment: Assignment | None) -> dict[str, set[int]] | None: ...
 
     def named(self, assignment: Assignment | None) -> dict[str, set[int]] | None:
         """An assignment by topic name, for readable assertions."""

@@ -26,7 +26,7 @@ from tests.harness import ServerProcess
 _SIZE = struct.Struct(">i")
 
 
-def kio_class(api: str, version: int, kind: str, name: str) -> type:
+def kio_class(api: str, version: int, kind: str, name: str) -> type[Any]:
     """``kio_class("metadata", 12, "request", "MetadataRequest")``."""
     module = importlib.import_module(f"kio.schema.{api}.v{version}.{kind}")
     return getattr(module, name)

@@ -69,6 +69,13 @@ def value(samples: Samples, name: str, **labels: str) -> float | None:
     return samples.get((full_name(name), frozenset(labels.items())))
 
 
+def present(samples: Samples, name: str, **labels: str) -> float:
+    """``value`` of a sample that must be there."""
+    found = value(samples, name, **labels)
+    assert found is not None, f"no {name} sample with {labels}"
+    return found
+
+
 def full_name(name: str) -> str:
     return PREFIX + name.replace("-", "_")
 
@@ -110,7 +117,9 @@ class Member:
                 if msg.error():
                     self.errors.append(str(msg.error()))
                     continue
-                self.consumed.add((msg.partition(), msg.offset()))
+                partition, offset = msg.partition(), msg.offset()
+                assert partition is not None and offset is not None  # a message's, not an error's
+                self.consumed.add((partition, offset))
                 try:
                     consumer.commit(message=msg, asynchronous=False)
                     self.commits += 1

@@ -260,7 +260,8 @@ def test_describe_cluster(admin: AdminClient, shared_server: ServerProcess) -> N
     assert cluster.controller.id == 1
     assert [(n.id, n.host, n.port) for n in cluster.nodes] == [(1, "127.0.0.1",
                                                                 shared_server.port)]
-    assert cluster.cluster_id == shared_server.event("started")["cluster_id"]
+    started = shared_server.event("started")
+    assert started is not None and cluster.cluster_id == started["cluster_id"]
 
 
 def test_cluster_id_is_kept_across_restarts(tmp_path: Path) -> None:

@@ -177,8 +177,9 @@ def test_a_killed_server_leaves_no_background_workers_behind(tmp_path: Path) -> 
     and exit, and with them the forkserver they were started from."""
     server = ServerProcess(tmp_path / "data", OVERRIDES).start()
     try:
-        assert server.proc is not None
-        forkservers = wait_until(lambda: _children(server.proc.pid), 20, message="forkserver")
+        proc = server.proc
+        assert proc is not None
+        forkservers = wait_until(lambda: _children(proc.pid), 20, message="forkserver")
         workers = wait_until(lambda: set().union(*map(_children, forkservers)), 20,
                              message="the background workers")
         assert len(workers) == 2  # group.coordinator.background.threads

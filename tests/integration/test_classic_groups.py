@@ -15,9 +15,9 @@ import subprocess
 import sys
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pytest
 from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition
@@ -187,7 +187,17 @@ def all_partitions(topic: str, count: int = PARTITIONS) -> set[Partition]:
     return {(topic, p) for p in range(count)}
 
 
-def split_exactly(live: list[Member], partitions: set[Partition]) -> bool:
+class Owner(Protocol):
+    """What ``settle`` reads of a member (a ``Member``, or a consumer of the pure-Python
+    clients' tests)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def owned(self) -> set[Partition]: ...
+
+
+def split_exactly(live: Sequence[Owner], partitions: set[Partition]) -> bool:
     """Every partition owned by exactly one live member, and every live member owns some."""
     owned = [m.owned for m in live]
     return (all(owned) and sum(len(o) for o in owned) == len(partitions)
@@ -199,7 +209,7 @@ def group_state(server: ServerProcess, group: str) -> Any:
     return future.result(TIMEOUT)
 
 
-def settle(server: ServerProcess, group: str, live: list[Member],
+def settle(server: ServerProcess, group: str, live: Sequence[Owner],
            partitions: set[Partition], timeout: float = TIMEOUT) -> dict[str, set[Partition]]:
     """Wait until the live members split the partitions and the server agrees: the group is
     Stable with exactly those members and the assignments the members report."""

@@ -49,7 +49,7 @@ class ThreadMember:
         self.events: list[tuple[str, set[Partition]]] = []
         self.errors: list[BaseException] = []
         self.commits: list[dict[int, int]] = []  # offsets to commit from the polling thread
-        self.committed: dict[Partition, int] | None = None
+        self.committed: dict[Partition, int | None] | None = None  # None: no offset
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._guarded, daemon=True, name=name)

@@ -17,7 +17,7 @@ import subprocess
 import time
 import uuid
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Literal, cast
 
 import pytest
 from aiokafka import AIOKafkaConsumer
@@ -39,6 +39,9 @@ BASE_TS = 1_700_000_000_000
 
 # (partition, offset, key, value, headers as ((key, value), ...), timestamp)
 Row = tuple[int, int, bytes | None, bytes | None, tuple[tuple[str, bytes], ...], int]
+# kafka-python's compression_type for each codec
+KP_COMPRESSION: dict[str, Literal["gzip", "snappy", "lz4", "zstd"] | None] = {
+    "none": None, "gzip": "gzip", "snappy": "snappy", "lz4": "lz4", "zstd": "zstd"}
 
 
 @pytest.fixture(scope="module")
@@ -100,7 +103,7 @@ def produce_kafka_python(server: ServerProcess, topic: str, partition: int, idem
                          codec: str) -> list[Row]:
     producer = KafkaProducer(bootstrap_servers=server.bootstrap, client_id="kp-producer",
                              enable_idempotence=idempotent, acks="all", linger_ms=5,
-                             compression_type=None if codec == "none" else codec)
+                             compression_type=KP_COMPRESSION[codec])
     futures = []
     for i in range(PER_PARTITION):
         key, value, headers, ts = record_for(partition, i)
@@ -168,8 +171,13 @@ def test_confluent_consumer_reads_back(data_server: ServerProcess,
             if msg is None:
                 continue
             assert msg.error() is None, msg.error()
-            headers = tuple((k, v) for k, v in (msg.headers() or []))
-            got.append((msg.partition(), msg.offset(), msg.key(), msg.value(), headers,
+            partition, offset, raw_headers = msg.partition(), msg.offset(), msg.headers() or []
+            assert partition is not None and offset is not None
+            assert isinstance(raw_headers, list)  # a consumed message's: (key, value) pairs
+            # consumed header values are bytes (str only in what a producer is given)
+            headers = cast("tuple[tuple[str, bytes], ...]",
+                           tuple((k, v) for k, v in raw_headers))
+            got.append((partition, offset, msg.key(), msg.value(), headers,
                         msg.timestamp()[1]))
         low, high = consumer.get_watermark_offsets(CkTopicPartition(topic, 0), timeout=10)
         assert (low, high) == (0, PER_PARTITION)
@@ -201,7 +209,8 @@ def test_kafka_python_consumer_reads_back(data_server: ServerProcess,
         assert consumer.end_offsets(partitions[:1]) == {partitions[0]: PER_PARTITION}
         assert consumer.beginning_offsets(partitions[:1]) == {partitions[0]: 0}
         found = consumer.offsets_for_times({partitions[5]: BASE_TS + 5 * 10_000 + 7})
-        assert found[partitions[5]].offset == 7
+        stamp = found[partitions[5]]
+        assert stamp is not None and stamp.offset == 7
     finally:
         consumer.close()
     assert sorted(got) == rows

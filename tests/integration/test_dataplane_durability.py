@@ -5,7 +5,14 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    Consumer,
+    KafkaError,
+    Message,
+    Producer,
+    TopicPartition,
+)
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.harness import ServerProcess, wait_until
@@ -27,11 +34,14 @@ def read_all(bootstrap: str, partitions: int, expected: int) -> set[bytes]:
                 if len(values) >= expected and time.monotonic() - idle_since > 1.0:
                     break
                 continue
-            if msg.error() is None:
-                values.add(msg.value())
+            error = msg.error()
+            if error is None:
+                value = msg.value()
+                assert value is not None  # every record produced here has a value
+                values.add(value)
                 idle_since = time.monotonic()
             else:
-                assert msg.error().code() == KafkaError._PARTITION_EOF, msg.error()
+                assert error.code() == KafkaError._PARTITION_EOF, error
     finally:
         consumer.close()
     return values
@@ -45,11 +55,11 @@ def test_kill_9_loses_no_acknowledged_record(tmp_path: Path) -> None:
         producer = Producer({"bootstrap.servers": server.bootstrap, "acks": "all",
                              "linger.ms": 2, "message.timeout.ms": 3000,
                              "reconnect.backoff.max.ms": 200})
-        acked: set[bytes] = set()
+        acked: set[bytes | None] = set()
 
-        def delivered(err: object, msg: object) -> None:
+        def delivered(err: KafkaError | None, msg: Message) -> None:
             if err is None:
-                acked.add(msg.value())  # type: ignore[attr-defined]
+                acked.add(msg.value())
 
         sent = 0
         deadline = time.monotonic() + 20

@@ -316,6 +316,7 @@ class Observer:
         self.checks = 0
 
     def check(self, context: str) -> None:
+        assert self.server.proc is not None
         assert self.server.alive(), (
             f"server died ({self.server.proc.returncode}) {context}\n"
             f"its last words: {_last_words(self.server)}")

@@ -69,7 +69,8 @@ async def test_admin_create_describe_grow_delete(shared_server: ServerProcess) -
         assert len(grown["partitions"]) == 5
         cluster = await admin.describe_cluster()
         assert cluster["controller_id"] == 1
-        assert cluster["cluster_id"] == shared_server.event("started")["cluster_id"]
+        started = shared_server.event("started")
+        assert started is not None and cluster["cluster_id"] == started["cluster_id"]
         await admin.delete_topics([name])
         assert name not in await admin.list_topics()
     finally:

@@ -188,8 +188,12 @@ def test_rolling_upgrade_to_consumer_protocol_and_back(server: ServerProcess) ->
                 if to == "consumer":
                     assert group_type(server.bootstrap, "rolling") == "CONSUMER"
             expected = "CONSUMER" if to == "consumer" else "CLASSIC"
-            wait_until(lambda e=expected: group_type(server.bootstrap, "rolling") == e, 30,
-                       message=f"the group to be a {expected} group")
+
+            # a def, not a lambda: mypy cannot infer a lambda with a default argument
+            def is_expected(e: str = expected) -> bool:
+                return group_type(server.bootstrap, "rolling") == e
+
+            wait_until(is_expected, 30, message=f"the group to be a {expected} group")
         group.check_never_doubled()
         with group.lock:
             kinds = {(name.split("-")[1], kind) for _, name, kind, _ in group.events}

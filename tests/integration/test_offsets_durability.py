@@ -276,14 +276,20 @@ def test_a_torn_write_is_truncated_and_nothing_acknowledged_is_lost(servers: Ser
 
     server = restart(servers, server)
     for partition in touched:
+        # defs, not lambdas, below: mypy cannot infer a lambda with a default argument
+        def truncation(p: int = partition) -> dict[str, Any] | None:
+            return server.event("log_tail_truncated", partition=p)
+
+        def truncated(p: int = partition) -> bool:
+            return newest_segment(servers.log_dir, p).stat().st_size == sizes[p]
+
         # partitions load in the background, after the server listens
-        event = wait_until(lambda p=partition: server.event("log_tail_truncated", partition=p),
-                           timeout=10, message=f"the truncation of partition {partition}")
+        event = wait_until(truncation, timeout=10,
+                           message=f"the truncation of partition {partition}")
         assert f"__consumer_offsets-{partition}" in event["segment"]
         assert event["position"] == sizes[partition]
         # (the event is logged just before the truncate)
-        wait_until(lambda p=partition: newest_segment(servers.log_dir, p).stat().st_size
-                   == sizes[p], timeout=5, message=f"partition {partition} truncated")
+        wait_until(truncated, timeout=5, message=f"partition {partition} truncated")
     assert_all_committed(server.bootstrap, acked)
     # the truncated logs take new commits, which survive the next crash too
     for g in range(12):

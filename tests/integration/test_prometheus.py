@@ -103,9 +103,12 @@ def test_prometheus_scrapes_the_coordinator(prometheus: tuple[str, int], tmp_pat
                     sc.PER_PARTITION - sc.LAGGING_OFFSET,
                 f'sum({p}consumer_lag{{group="{sc.CONSUMER_GROUP}"}})': 0,
             }
+            # defs, not lambdas, below: mypy cannot infer a lambda with a default argument
             for promql, want in expected.items():
-                wait_until(lambda promql=promql, want=want: scalar(base, promql) == want, WAIT,
-                           message=f"{promql} == {want} in Prometheus")
+                def equal(promql: str = promql, want: int = want) -> bool:
+                    return scalar(base, promql) == want
+
+                wait_until(equal, WAIT, message=f"{promql} == {want} in Prometheus")
             at_least = {
                 f"{p}offset_commit_count": 2 * sc.PARTITIONS * sc.PER_PARTITION,
                 f"{p}consumer_group_rebalance_count": 2,
@@ -113,8 +116,10 @@ def test_prometheus_scrapes_the_coordinator(prometheus: tuple[str, int], tmp_pat
                 f"{p}background_processing_time_ms_count": 1,
             }
             for promql, want in at_least.items():
-                wait_until(lambda promql=promql, want=want: (scalar(base, promql) or 0) >= want,
-                           WAIT, message=f"{promql} >= {want} in Prometheus")
+                def reached(promql: str = promql, want: int = want) -> bool:
+                    return (scalar(base, promql) or 0) >= want
+
+                wait_until(reached, WAIT, message=f"{promql} >= {want} in Prometheus")
             # the histograms aggregate as Prometheus users expect
             quantile = (f"histogram_quantile(0.99, sum by (le) "
                         f"(rate({p}event_processing_time_ms_bucket[30s])))")

@@ -338,6 +338,7 @@ def test_huge_declared_array_length_does_not_kill_the_server(tmp_path: Path, nam
         wait_until(lambda: server.event("connection closed") or not server.alive(),
                    message="the connection to be closed")
         why = [line for line in server.output().splitlines() if "memory allocation" in line]
+        assert server.proc is not None
         assert server.alive(), f"server died ({server.proc.returncode}): {why}"
         assert_healthy(server)
     finally:

@@ -52,10 +52,12 @@ def test_the_cache_reuses_packed_targets_that_are_the_same_object() -> None:
     second = build_job("g", 4, "uniform", members, {"m1": t1, "m2": t2_new}, metadata,
                        cache=cache)
     assert second.job.targets[0] is first.job.targets[0]  # unchanged target: not packed again
+    assert second.job.targets[1] is not None
     assert unpack_target(second.job.targets[1]) == {0: {2}}
     # a topic set change (new index table) drops the cache
     metadata["c"] = _Topic(uuid.uuid4(), 1)
     third = build_job("g", 5, "uniform", members, {"m1": t1, "m2": t2_new}, metadata,
                       cache=cache)
+    assert third.job.targets[0] is not None
     assert unpack_target(third.job.targets[0]) == {0: {0, 1}, 1: {1}}
     assert third.job.targets[0] is not first.job.targets[0]

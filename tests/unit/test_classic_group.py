@@ -84,7 +84,8 @@ def heartbeat(ctx: ShardContext, member_id: str, generation: int, *,
 
 
 def leave(ctx: ShardContext, *members: tuple[str, str | None], group: str = G) -> list[ErrorCode]:
-    batch = [(member_id, instance, "test") for member_id, instance in members]
+    batch: list[tuple[str, str | None, str | None]] = [
+        (member_id, instance, "test") for member_id, instance in members]
     return ctx.run(lambda shard, now: classic_protocol.leave(shard, group, batch, now))
 
 
@@ -175,6 +176,7 @@ def test_context_replays_records_runs_effects_and_fires_timers_in_deadline_order
     assert group_of(ctx).members[member_id].member_id == member_id
     sync(ctx, member_id, 1, assignments={member_id: b"a"})
     record = ctx.last(GroupMetadataKey)
+    assert record.value is not None
     assert record.offset >= mark and record.value.members[0].assignment == b"a"
     fired = ctx.advance(SESSION)
     assert ("classic-session", G, member_id) in fired
@@ -402,6 +404,7 @@ def test_member_waiting_in_sync_group_outlives_its_session_timeout(ctx: ShardCon
 def test_leader_assignment_reaches_followers_and_is_written(ctx: ShardContext) -> None:
     (a, b, c), generation = stable_group(ctx, 3)
     value = ctx.last(GroupMetadataKey).value
+    assert value is not None
     assert value.generation == generation and value.leader == a
     assert value.protocol == "range" and value.protocol_type == "consumer"
     assert {m.member_id: m.assignment for m in value.members} == {
@@ -499,7 +502,7 @@ def test_static_member_restart_keeps_its_assignment_without_a_rebalance(
     assert group_of(ctx).state is S.STABLE
     assert s not in group_of(ctx).members
     record = ctx.last(GroupMetadataKey)
-    assert record.offset >= mark
+    assert record.offset >= mark and record.value is not None
     assert {m.member_id for m in record.value.members} == {a, outcome.member_id}
     again = sync(ctx, outcome.member_id, generation, instance="static-1")
     assert again.error is ErrorCode.none and again.assignment == s.encode()
@@ -564,6 +567,7 @@ def test_static_member_restart_during_a_join_fences_the_waiting_old_join(
     assert s not in group_of(ctx).members
     outcome = join(ctx, c)  # the last member rejoins: the join phase completes
     assert outcome.error is ErrorCode.none and outcome.generation_id == generation + 1
+    assert isinstance(restarted.key, tuple)
     new_id = restarted.key[2]
     assert ctx.answer(jkey(new_id)).generation_id == generation + 1
     assert set(group_of(ctx).members) == {a, new_id, c}
@@ -586,6 +590,7 @@ def test_batched_leave(ctx: ShardContext) -> None:
     assert group_of(ctx).state is S.EMPTY
     value = ctx.last(GroupMetadataKey).value
     assert ctx.last(GroupMetadataKey).offset >= mark
+    assert value is not None
     assert value.members == () and value.generation == generation + 1
 
 

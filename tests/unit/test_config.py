@@ -295,6 +295,7 @@ def test_config_file_is_used_by_serve(tmp_path: Path) -> None:
     path.write_text("node.id=5\nbroker.rack=from-file\n", encoding="utf-8")
     server = ServerProcess(tmp_path / "data", extra_args=["--config", str(path)]).start()
     try:
-        assert server.event("started")["node_id"] == 5
+        started = server.event("started")
+        assert started is not None and started["node_id"] == 5
     finally:
         server.stop()

@@ -3,6 +3,8 @@ static members, topic changes (coordinator/groups/consumer.py)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from coordinator.groups.consumer.env import ConsumerGroupSettings
@@ -15,9 +17,9 @@ from storage.records import ConsumerGroupTargetAssignmentMetadataValue
 SESSION = 45000
 
 
-def context(interval_ms: int = 0, **settings: object) -> ConsumerGroupContext:
+def context(interval_ms: int = 0, **settings: Any) -> ConsumerGroupContext:
     ctx = ConsumerGroupContext(ConsumerGroupSettings(assignment_interval_ms=interval_ms,
-                                                     **settings))  # type: ignore[arg-type]
+                                                     **settings))
     ctx.create_topic("t", 6)
     return ctx
 

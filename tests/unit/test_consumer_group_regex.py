@@ -4,6 +4,8 @@ refresh (coordinator/groups/consumer_regex.py)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from coordinator.groups.consumer.env import ConsumerGroupSettings
 from coordinator.groups.consumer.heartbeat import refresh_subscription_metadata
 from coordinator.groups.consumer.model import GroupState
@@ -15,9 +17,9 @@ from storage.records import ConsumerGroupRegularExpressionKey, ConsumerGroupRegu
 REFRESH = 600000
 
 
-def context(**settings: object) -> ConsumerGroupContext:
+def context(**settings: Any) -> ConsumerGroupContext:
     ctx = ConsumerGroupContext(ConsumerGroupSettings(assignment_interval_ms=0,
-                                                     **settings))  # type: ignore[arg-type]
+                                                     **settings))
     ctx.create_topic("regex-topic-a", 2)
     ctx.create_topic("regex-topic-b", 2)
     ctx.create_topic("other", 3)
@@ -89,7 +91,7 @@ def test_created_matching_topic_bumps_the_epoch_and_is_assigned() -> None:
         "regex-topic-a", "regex-topic-b", "regex-topic-c"}
     response = ctx.heartbeat(member_id="a", member_epoch=2,
                              owned={"regex-topic-a": [0, 1], "regex-topic-b": [0, 1]})
-    assert response.member_epoch == 3
+    assert response.member_epoch == 3 and response.assignment is not None
     assert ctx.named(response.assignment)["regex-topic-c"] == {0, 1, 2, 3}
 
 
@@ -123,6 +125,7 @@ def test_periodic_refresh_finds_topics_the_listener_missed() -> None:
     ctx.advance(1000)
     response = ctx.heartbeat(member_id="a", member_epoch=2, owned=owned)
     assert ctx.group().group_epoch == 3 and response.member_epoch == 3
+    assert response.assignment is not None
     assert ctx.named(response.assignment)["regex-topic-c"] == {0}
     assert ctx.group().regex_refresh_ms == ctx.now
 

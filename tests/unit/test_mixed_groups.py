@@ -16,6 +16,7 @@ from kio.schema.consumer_protocol_subscription.v1.data import (
     ConsumerProtocolSubscription,
     TopicPartition,
 )
+from kio.schema.types import TopicName
 from kio.serial import entity_writer
 from kio.static.primitive import i32
 
@@ -45,7 +46,7 @@ def subscription(owned: dict[str, Sequence[int]] | None = None, topics: Sequence
     buffer.write(b"\x00\x01")
     _write(buffer, ConsumerProtocolSubscription(
         topics=tuple(topics), user_data=None, owned_partitions=tuple(
-            TopicPartition(topic=t, partitions=tuple(i32(p) for p in ps))
+            TopicPartition(topic=TopicName(t), partitions=tuple(i32(p) for p in ps))
             for t, ps in (owned or {}).items())))
     return buffer.getvalue()
 
@@ -164,7 +165,9 @@ def test_upgrade_converts_the_classic_group_and_reconciles_without_double_owners
     group = m.group()
     assert isinstance(group, ConsumerGroup)
     assert m.owned(a) == [0, 1] and m.owned(b) == [2, 3]
-    assert group.member(a).classic is not None and group.member("c").classic is None
+    member_a, member_c = group.member(a), group.member("c")
+    assert member_a is not None and member_a.classic is not None
+    assert member_c is not None and member_c.classic is None
     assert first.member_epoch == group.assignment_epoch > generation
     assert m.owned("c") == []  # everything is still held by the classic members
     m.assert_exclusive()
@@ -194,8 +197,9 @@ def test_replay_rebuilds_the_mixed_group() -> None:
     rebuilt = shard.groups[G]
     assert isinstance(rebuilt, ConsumerGroup)
     assert set(rebuilt.members) == set(m.group().members)
-    assert rebuilt.member(a) == m.group().member(a)
-    assert rebuilt.member(a).classic.session_timeout_ms == SESSION
+    member = rebuilt.member(a)
+    assert member is not None and member == m.group().member(a)
+    assert member.classic is not None and member.classic.session_timeout_ms == SESSION
 
 
 def test_empty_classic_group_is_replaced_whatever_the_policy() -> None:

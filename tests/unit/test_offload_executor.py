@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import operator
 import os
+import uuid
 
 from coordinator.background.executor import WORKER_NICENESS, BackgroundExecutor, scheduling_of
 from coordinator.background.stats import BackgroundStats, BusyTracker, SlidingWindow
@@ -60,14 +61,12 @@ class _Member:
 
 
 class _Topic:
-    def __init__(self, topic_id: object, partitions: int) -> None:
+    def __init__(self, topic_id: uuid.UUID, partitions: int) -> None:
         self.topic_id = topic_id
         self.partitions = partitions
 
 
 def test_the_job_is_compact_and_answers_only_changes() -> None:
-    import uuid
-
     ids = {f"t{i}": uuid.UUID(int=i + 1) for i in range(3)}
     metadata = {name: _Topic(ids[name], 4) for name in ids}
     members = {m: _Member(m, ("t0", "t1", "t2")) for m in ("a", "b")}
@@ -106,9 +105,9 @@ async def test_workers_run_at_a_lower_cpu_priority_than_the_event_loop() -> None
     executor = BackgroundExecutor(1)
     await executor.start()
     try:
-        got: asyncio.Future[object] = asyncio.get_running_loop().create_future()
+        got: asyncio.Future[tuple[int, int]] = asyncio.get_running_loop().create_future()
         executor.submit(scheduling_of, None, got.set_result)
-        policy, niceness = await asyncio.wait_for(got, 30)  # type: ignore[misc]
+        policy, niceness = await asyncio.wait_for(got, 30)
     finally:
         await executor.stop()
     # SCHED_IDLE unless the OS lacks it or refuses it (then the fallback: niced)

@@ -141,7 +141,8 @@ def test_a_failed_run_clears_the_mark_and_a_later_heartbeat_retries() -> None:
 
     ctx = context()
     ctx.heartbeat(member_id="a", topics=["t"])
-    _, run = ctx.offloader.runs.pop()  # type: ignore[union-attr]
+    assert ctx.offloader is not None
+    _, run = ctx.offloader.runs.pop()
     ctx.apply(install(ctx.shard, ctx.now, run, RuntimeError("worker died")))
     assert ctx.group().assignor_run is None and targets_written(ctx) == []
     ctx.heartbeat(member_id="a", member_epoch=1)
@@ -158,7 +159,8 @@ def test_a_large_result_is_installed_in_chunks_with_the_epoch_last() -> None:
         ctx.heartbeat(member_id=f"m{i}", topics=["big"])
     ctx.finish_runs()  # the first member's run
     ctx.heartbeat(member_id="m0", member_epoch=ctx.member("m0").member_epoch)
-    _, run = ctx.offloader.runs.pop()  # type: ignore[union-attr]
+    assert ctx.offloader is not None
+    _, run = ctx.offloader.runs.pop()
     outcome = run_inline(run.prepared)
     parts = chunks(outcome)
     assert len(parts) == 2

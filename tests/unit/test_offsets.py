@@ -62,7 +62,7 @@ def test_a_manual_assignment_commit_writes_one_record_per_partition() -> None:
 def test_null_metadata_is_stored_as_empty() -> None:
     result = commit(OffsetsState(), request(part(0, 1, metadata=None)), NOW, MAX_METADATA, False)
     [(_key, value)] = result.records
-    assert value.metadata == ""
+    assert value is not None and value.metadata == ""
 
 
 @pytest.mark.parametrize(("version", "code"), [
@@ -120,7 +120,7 @@ def test_retention_time_sets_the_expire_timestamp(retention_ms: int, expire: int
     result = commit(OffsetsState(), request(part(0, 5), retention_ms=retention_ms, version=4),
                     NOW, MAX_METADATA, False)
     [(_key, value)] = result.records
-    assert value.commit_timestamp == NOW
+    assert value is not None and value.commit_timestamp == NOW
     assert value.expire_timestamp == expire
 
 

@@ -160,7 +160,7 @@ def block_flush(runtime: CoordinatorRuntime, index: int) -> tuple[threading.Even
         assert release.wait(10), "the test never released the flush"
         return original()
 
-    plog.flush = blocked_flush  # type: ignore[method-assign]
+    plog.flush = blocked_flush  # type: ignore[method-assign]  # a test double on this one log
     return entered, release
 
 
@@ -312,7 +312,7 @@ async def test_a_failed_fsync_fails_the_waiting_requests_and_reloads_the_partiti
     def failing_flush() -> int:
         raise OSError(5, "Input/output error")
 
-    plog.flush = failing_flush  # type: ignore[method-assign]
+    plog.flush = failing_flush  # type: ignore[method-assign]  # a test double on this one log
     assert await error_of(runtime.write(0, put("g", 0, 2))) is ErrorCode.not_coordinator
     # the partition is rebuilt from its log and serves again, with a fresh log object
     await until(lambda: runtime.state(0) is PartitionState.ACTIVE
@@ -339,7 +339,9 @@ async def test_a_failed_write_in_the_flush_fails_the_waiting_requests_and_reload
     await until(lambda: runtime.state(0) is PartitionState.ACTIVE
                 and runtime.partitions[0].log is not plog, message="the reload")
     assert await runtime.read(0, get("g", 0)) == 1
-    assert runtime.budget.used == runtime.partitions[0].log.size_bytes
+    reloaded = runtime.partitions[0].log
+    assert reloaded is not None
+    assert runtime.budget.used == reloaded.size_bytes
     assert await runtime.write(0, put("g", 0, 3)) == "ok"
 
 
@@ -352,7 +354,11 @@ async def test_a_reload_does_not_count_the_partitions_bytes_twice(
         assert await runtime.write(0, put("g", 0, i)) == "ok"
     plog = runtime.partitions[0].log
     assert plog is not None
-    plog.flush = lambda: (_ for _ in ()).throw(OSError(5, "EIO"))  # type: ignore[method-assign]
+
+    def failing_flush() -> int:
+        raise OSError(5, "EIO")
+
+    plog.flush = failing_flush  # type: ignore[method-assign]  # a test double on this one log
     assert await error_of(runtime.write(0, put("g", 0, 4))) is ErrorCode.not_coordinator
     await until(lambda: runtime.state(0) is PartitionState.ACTIVE
                 and runtime.partitions[0].log is not plog, message="the reload")
@@ -433,15 +439,19 @@ async def test_a_timer_event_queues_behind_the_requests_before_it(
     runtime = await make_runtime(clock=clock)
     order: list[str] = []
 
+    def noted(entry: str, result: Result) -> Result:
+        order.append(entry)
+        return result
+
     def arm(state: FakeShard, now: int) -> Result:
-        state.timers.schedule("a", now + 10, lambda s, n: order.append("timer a") or Result())
-        state.timers.schedule("b", now + 20, lambda s, n: order.append("timer b") or Result())
+        state.timers.schedule("a", now + 10, lambda s, n: noted("timer a", Result()))
+        state.timers.schedule("b", now + 20, lambda s, n: noted("timer b", Result()))
         return Result((), None)
 
     await runtime.write(0, arm)
 
     def request(i: int) -> Callable[[Any, int], Result]:
-        return lambda s, n: order.append(f"request {i}") or Result([record("g", 0, i)], i)
+        return lambda s, n: noted(f"request {i}", Result([record("g", 0, i)], i))
 
     clock.advance(10)
     assert runtime.fire_due_timers() == 1
@@ -635,7 +645,7 @@ async def test_writes_of_many_partitions_in_one_turn_share_one_flush_round(
             calls.append(plog.partition)
             return PartitionLog.flush(plog)
 
-        plog.flush = counted  # type: ignore[method-assign]
+        plog.flush = counted  # type: ignore[method-assign]  # a test double on this one log
     answers = await asyncio.wait_for(asyncio.gather(
         *(runtime.write(i % 8, put("g", i % 8, i, i)) for i in range(64))), 5)
     assert answers == list(range(64))
@@ -650,7 +660,12 @@ async def test_relaxed_flush_interval_answers_before_fsync(
     plog = runtime.partitions[0].log
     assert plog is not None
     calls: list[int] = []
-    plog.flush = lambda: calls.append(1) or 0  # type: ignore[method-assign]
+
+    def flush() -> int:
+        calls.append(1)
+        return 0
+
+    plog.flush = flush  # type: ignore[method-assign]  # a test double on this one log
     assert await asyncio.wait_for(runtime.write(0, put("g", 0, 1, "fast")), 5) == "fast"
     assert calls == []
 

@@ -100,7 +100,8 @@ def test_image_listeners_hear_every_change() -> None:
                                                                change.topic.partitions)))
     topic = image.create_topic("t", 2)
     image.add_partitions("t", 5)
-    assert image.topic_by_id(topic.topic_id).partitions == 5
+    found = image.topic_by_id(topic.topic_id)
+    assert found is not None and found.partitions == 5
     image.delete_topic("t")
     assert image.topic_by_id(topic.topic_id) is None
     unsubscribe()

@@ -192,5 +192,7 @@ def arm_loaded_sessions(shard: CoordinatorShard, now: int) -> None:
             step = _Step(group)
             for member in group.members.values():
                 _arm_session(step, member, now)
-            step.result(shard, None).effect()  # type: ignore[misc]
+            effect = step.result(shard, None).effect
+            assert effect is not None  # _Step.result always gives one
+            effect()
 

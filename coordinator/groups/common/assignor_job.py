@@ -16,14 +16,17 @@ from __future__ import annotations
 import time
 import uuid
 from array import array
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol, cast
 
 from assignors import (
     AssignmentSpec,
     MemberSpec,
     PartitionAssignor,
     PartitionOffsets,
+    Partitions,
+    TopicId,
     TopicMetadata,
     get_assignor,
 )
@@ -70,18 +73,26 @@ class PreparedJob:
     topic_ids: tuple[uuid.UUID, ...]
 
 
-class _Member:
+class _Member(Protocol):
     """What ``build_job`` reads of a member (``ConsumerGroupMember`` fits)."""
 
-    member_id: str
-    instance_id: str | None
-    rack_id: str | None
-    subscribed_topic_names: tuple[str, ...]
+    @property
+    def member_id(self) -> str: ...
+    @property
+    def instance_id(self) -> str | None: ...
+    @property
+    def rack_id(self) -> str | None: ...
+    @property
+    def subscribed_topic_names(self) -> tuple[str, ...]: ...
 
 
-class _Topic:
-    topic_id: uuid.UUID
-    partitions: int
+class _Topic(Protocol):
+    """What ``build_job`` reads of a topic (``SubscribedTopic`` fits)."""
+
+    @property
+    def topic_id(self) -> uuid.UUID: ...
+    @property
+    def partitions(self) -> int: ...
 
 
 class TargetIndexCache:
@@ -111,10 +122,15 @@ def build_job(group_id: str, group_epoch: int, assignor: str,
     cache = cache if cache is not None else TargetIndexCache()
     if cache.names != names:
         cache.names, cache.entries = names, {}
-    cached, kept = cache.entries, {}
+    cached = cache.entries
+    kept: dict[str, tuple[object, bytes]] = {}
     subscriptions: list[tuple[int, ...]] = []
     seen: dict[tuple[str, ...], int] = {}
-    member_ids, instances, racks, member_subs, current = [], [], [], [], []
+    member_ids: list[str] = []
+    instances: list[str | None] = []
+    racks: list[str | None] = []
+    member_subs: list[int] = []
+    current: list[bytes | None] = []
     by_object: dict[int, int] = {}  # the members hold the lists, so ids stay theirs
     for member_id in sorted(members):
         member = members[member_id]
@@ -195,23 +211,29 @@ def run_job(job: AssignorJob) -> JobResult:
         assignor = _ASSIGNORS[job.assignor] = get_assignor(job.assignor)
     subscriptions = job.subscriptions
     current = [None if target is None else unpack_target(target) for target in job.targets]
+    # Topic ids here are topic indexes. The casts (to and from the assignors' ``TopicId``, any
+    # hashable) are needed because a Mapping's key type is invariant: a ``dict[int, ...]`` is
+    # no ``Mapping[TopicId, ...]`` to mypy, and the assignor answers with the topic ids given.
+    given = cast("list[Mapping[TopicId, frozenset[int]] | None]", current)
     specs = [
         MemberSpec(member_id=member_id, subscribed_topic_ids=subscriptions[sub],
                    instance_id=instance, rack=rack, assignment=target or {})
         for member_id, instance, rack, sub, target in zip(
-            job.member_ids, job.instance_ids, job.racks, job.member_subscriptions, current,
+            job.member_ids, job.instance_ids, job.racks, job.member_subscriptions, given,
             strict=True)
     ]
     topics = [TopicMetadata(topic_id=i, name=name, partition_count=count)
               for i, (name, count) in enumerate(zip(job.topic_names, job.partition_counts,
                                                     strict=True))]
-    offsets = {i: value for i, value in enumerate(job.offsets) if value is not None}
+    offsets: dict[TopicId, PartitionOffsets] = {
+        i: value for i, value in enumerate(job.offsets) if value is not None}
     result = assignor.assign(AssignmentSpec.build(specs, topics, offsets=offsets or None,
                                                   options=dict(job.options)))
-    changed = []
+    member_of = cast("Callable[[str], Mapping[int, Partitions]]", result.member)
+    changed: list[tuple[str, TopicIndexAssignment]] = []
     moved = 0
     for member_id, target in zip(job.member_ids, current, strict=True):
-        new = {t: frozenset(p) for t, p in result.member(member_id).items() if p}
+        new = {t: frozenset(p) for t, p in member_of(member_id).items() if p}
         old = target or {}
         if target is None or new != old:
             changed.append((member_id, tuple(sorted(new.items()))))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -47,7 +47,7 @@ from .target import assignment_due, build_target, subscribed_ids
 
 log = get_logger("coordinator.groups.consumer")
 
-OwnedPartitions = Sequence[tuple[uuid.UUID, Sequence[int]]]
+OwnedPartitions = Sequence[tuple[uuid.UUID, Collection[int]]]
 
 
 @dataclass(frozen=True, slots=True)

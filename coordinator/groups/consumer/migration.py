@@ -18,7 +18,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable, Sequence
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, cast
 
 from coordinator.groups.classic.consumer_protocol import (
     decode_assignment,
@@ -178,8 +178,10 @@ def upgrade(shard: Any, env: ConsumerGroupEnv, existing: Any, now_ms: int
             completions.append((sync_key(gid, m.member_id),
                                 SyncOutcome(ErrorCode.rebalance_in_progress)))
     for member in members:
+        # every member was built above with its ClassicMemberInfo
+        classic = cast(ClassicMemberInfo, member.classic)
         consumer.schedule_session_timeout(shard, env, gid, member.member_id, now_ms,
-                                          member.classic.session_timeout_ms)  # type: ignore
+                                          classic.session_timeout_ms)
     log.info("classic group upgraded to a consumer group", group_id=gid, group_epoch=epoch,
              members=len(members))
     return _materialise(shard, gid, out), out, completions
@@ -200,9 +202,9 @@ def remove_members(shard: Any, env: ConsumerGroupEnv, group: ConsumerGroup,
             and len(remaining) <= shard.classic_config.max_size:
         downgraded = _downgrade(shard, env, group, remaining, now_ms)
         if downgraded is not None:
-            out, step = downgraded
+            written, step = downgraded
             result = step.result(shard, response)
-            return Result(out + list(result.records), response, result.completions,
+            return Result(written + list(result.records), response, result.completions,
                           result.effect)
     out: list[Record] = []
     for member in members:
@@ -384,8 +386,10 @@ def classic_heartbeat(shard: Any, env: ConsumerGroupEnv, group: ConsumerGroup,
         return Result((), exc.code)
     if generation_id != member.member_epoch:
         return Result((), ErrorCode.illegal_generation)
+    # _classic_member returns only members with a ClassicMemberInfo
+    classic = cast(ClassicMemberInfo, member.classic)
     consumer.schedule_session_timeout(shard, env, group.group_id, member.member_id, now_ms,
-                                      member.classic.session_timeout_ms)  # type: ignore
+                                      classic.session_timeout_ms)
     return Result((), ErrorCode.rebalance_in_progress if _must_rejoin(group, member)
                   else ErrorCode.none)
 

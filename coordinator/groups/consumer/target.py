@@ -11,14 +11,17 @@ from __future__ import annotations
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import cast
 
 from assignors import (
     AssignmentSpec,
     MemberSpec,
     PartitionAssignor,
     PartitionOffsets,
+    Partitions,
+    TopicId,
     TopicMetadata,
 )
 from coordinator.observability import sensors
@@ -80,23 +83,28 @@ def build_target(group: ConsumerGroup, group_epoch: int, members: Mapping[str, C
                  options: Mapping[str, object] | None = None) -> TargetResult:
     """A new target assignment at ``group_epoch`` for ``members`` (the group's members as they
     will be after this event), starting from their current ``targets``."""
+    # The casts (to and from the assignors' ``TopicId``, any hashable) are needed because a
+    # Mapping's key type is invariant: an ``Assignment`` (keyed by ``uuid.UUID``) is no
+    # ``Mapping[TopicId, ...]`` to mypy, and the assignor answers with the topic ids given.
+    current = cast("Mapping[str, Mapping[TopicId, frozenset[int]]]", targets)
     specs = [
         MemberSpec(member_id=m.member_id, subscribed_topic_ids=subscribed_ids(m, metadata),
                    instance_id=m.instance_id, rack=m.rack_id,
-                   assignment=targets.get(m.member_id, {}))
+                   assignment=current.get(m.member_id, {}))
         for m in members.values()
     ]
     topics = [TopicMetadata(topic_id=t.topic_id, name=t.name, partition_count=t.partitions)
               for t in metadata.values()]
     started = time.perf_counter()
-    by_id = None if offsets is None else {
+    by_id: dict[TopicId, PartitionOffsets] | None = None if offsets is None else {
         metadata[name].topic_id: value for name, value in offsets.items() if name in metadata}
     result = assignor.assign(AssignmentSpec.build(specs, topics, offsets=by_id, options=options))
+    member_of = cast("Callable[[str], Mapping[uuid.UUID, Partitions]]", result.member)
     assign_ms = (time.perf_counter() - started) * 1000.0
     new_targets: dict[str, Assignment] = {}
     out: list[Record] = []
     for member_id in members:
-        assignment = {t: frozenset(p) for t, p in result.member(member_id).items() if p}
+        assignment = {t: frozenset(p) for t, p in member_of(member_id).items() if p}
         old = targets.get(member_id)
         if old is not None and assignment == old and member_id in group.target:
             new_targets[member_id] = old  # unchanged: the same object (see assignment_forms)
