@@ -1,4 +1,5 @@
-"""Server-side partition assignors (KIP-848 ``PartitionAssignor``): uniform, range, lag.
+"""Server-side partition assignors (KIP-848 ``PartitionAssignor``): uniform, range, lag for
+consumer groups; simple for share groups (KIP-932).
 
 Pure functions of a compact :class:`AssignmentSpec`; nothing here imports the rest of the
 coordinator.
@@ -18,7 +19,15 @@ from assignors.options import (
     OffsetReset,
 )
 from assignors.range_assignor import RangeAssignor
-from assignors.registry import ASSIGNORS, DEFAULT_ASSIGNORS, UnknownAssignorError, get_assignor
+from assignors.registry import (
+    ASSIGNORS,
+    DEFAULT_ASSIGNORS,
+    DEFAULT_SHARE_ASSIGNOR,
+    SHARE_ASSIGNORS,
+    UnknownAssignorError,
+    get_assignor,
+)
+from assignors.simple import SimpleAssignor
 from assignors.spec import (
     NO_OFFSET,
     NO_RACK,
@@ -38,12 +47,14 @@ __all__ = [
     "DEFAULT_ASSIGNORS",
     "DEFAULT_LAG_OFFSET_RESET",
     "DEFAULT_LAG_STICKINESS_TOLERANCE",
+    "DEFAULT_SHARE_ASSIGNOR",
     "LAG_OFFSET_RESET_CONFIG",
     "LAG_STICKINESS_TOLERANCE_CONFIG",
     "MAX_LAG_STICKINESS_TOLERANCE",
     "MIN_LAG_STICKINESS_TOLERANCE",
     "NO_OFFSET",
     "NO_RACK",
+    "SHARE_ASSIGNORS",
     "AssignmentSpec",
     "AssignmentSpecError",
     "GroupAssignment",
@@ -55,6 +66,7 @@ __all__ = [
     "PartitionOffsets",
     "Partitions",
     "RangeAssignor",
+    "SimpleAssignor",
     "TopicId",
     "TopicMetadata",
     "UniformAssignor",

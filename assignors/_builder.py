@@ -55,6 +55,7 @@ def build_spec(
     lags: Mapping[TopicId, Sequence[int]] | None,
     offsets: Mapping[TopicId, PartitionOffsets] | None,
     options: Mapping[str, object] | None,
+    shared: bool = False,
 ) -> AssignmentSpec:
     topic_list = sorted(topics, key=lambda t: t.name)
     member_list = sorted(members, key=lambda m: m.member_id)
@@ -98,13 +99,18 @@ def build_spec(
     current_partitions: list[tuple[Partitions, ...]] = []
     claimed: dict[int, set[int]] = {}
     seen_members: set[str] = set()
+    indexed: dict[int, tuple[Collection[TopicId], tuple[int, ...]]] = {}
     for member in member_list:
         if member.member_id in seen_members:
             raise AssignmentSpecError(f"member id {member.member_id!r} listed twice")
         seen_members.add(member.member_id)
-        subscribed = tuple(
-            sorted({topic_index[t] for t in member.subscribed_topic_ids if t in topic_index})
-        )
+        raw = member.subscribed_topic_ids
+        seen = indexed.get(id(raw))  # members often share one subscription object
+        if seen is not None and seen[0] is raw:
+            subscribed = seen[1]
+        else:
+            subscribed = tuple(sorted({topic_index[t] for t in raw if t in topic_index}))
+            indexed[id(raw)] = (raw, subscribed)
         sub = subscription_index.setdefault(subscribed, len(subscription_index))
         member_subscriptions.append(sub)
         member_racks.append(NO_RACK if member.rack is None else rack_of(member.rack))
@@ -113,10 +119,15 @@ def build_spec(
             t = topic_index.get(topic_id)
             if t is None:
                 continue
-            taken = claimed.setdefault(t, set())
-            kept = sorted({p for p in parts if 0 <= p < counts[t]} - taken)
-            if kept:
+            if shared:
+                kept = sorted(parts if isinstance(parts, (set, frozenset)) else set(parts))
+                if kept and (kept[0] < 0 or kept[-1] >= counts[t]):
+                    kept = [p for p in kept if 0 <= p < counts[t]]
+            else:
+                taken = claimed.setdefault(t, set())
+                kept = sorted({p for p in parts if 0 <= p < counts[t]} - taken)
                 taken.update(kept)
+            if kept:
                 held.append((t, intern(tuple(kept))))
         held.sort()
         current_topics.append(intern(tuple(t for t, _ in held)))
@@ -154,6 +165,7 @@ def build_spec(
         lags=lag_column,
         offsets=offset_column,
         options=tuple(sorted((k, str(v)) for k, v in (options or {}).items())),
+        shared=shared,
     )
 
 
@@ -202,6 +214,8 @@ def validate_spec(spec: AssignmentSpec) -> None:
             _check(bool(parts), "current partition tuples must not be empty")
             _check(list(parts) == sorted(set(parts)), "partitions must be ascending, unique")
             _check(parts[0] >= 0 and parts[-1] < spec.partition_counts[t], "partition range")
+            if spec.shared:
+                continue
             for p in parts:
                 _check((t, p) not in held, f"partition {t}:{p} held twice")
                 held.add((t, p))

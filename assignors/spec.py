@@ -161,7 +161,8 @@ class AssignmentSpec:
     * ``subscriptions`` holds each distinct subscription once, as ascending topic indexes;
       ``member_subscriptions[m]`` points into it;
     * ``current_topics[m]`` are ascending topic indexes and ``current_partitions[m]`` the
-      matching ascending, in-range, non-empty partition tuples; no partition is held twice;
+      matching ascending, in-range, non-empty partition tuples; no partition is held twice,
+      unless ``shared`` (a share group's target, where a partition may go to several members);
     * ``partition_racks`` is empty or has one entry per topic: ``None`` (no rack data) or a
       tuple of indexes into ``rack_sets``, one per partition; ``topic_common_racks[t]`` is
       the set of racks holding every partition of ``t`` (``None`` without rack data);
@@ -186,6 +187,11 @@ class AssignmentSpec:
     offsets: tuple[PartitionOffsets | None, ...] = ()
     options: tuple[tuple[str, str], ...] = ()
     """Per-call assignor options (broker or group config name -> value)."""
+    shared: bool = False
+    """A share group's spec (KIP-932): a current partition may be held by several members.
+
+    Only the share assignor (``simple``) reads such a spec; the consumer group assignors
+    expect every partition held at most once."""
 
     @property
     def member_count(self) -> int:
@@ -210,16 +216,19 @@ class AssignmentSpec:
         lags: Mapping[TopicId, Sequence[int]] | None = None,
         offsets: Mapping[TopicId, PartitionOffsets] | None = None,
         options: Mapping[str, object] | None = None,
+        shared: bool = False,
     ) -> AssignmentSpec:
         """Index members and topics, drop what cannot be valid, and intern shared tuples.
 
         Subscriptions to unknown topics are ignored. Current partitions of unknown topics or
         beyond the partition count are dropped, and a partition claimed by two members stays
-        with the first one in member-id order.
+        with the first one in member-id order, unless ``shared`` (a share group: every
+        member keeps its current partitions; see :attr:`shared`).
         """
         from assignors._builder import build_spec
 
-        return build_spec(cls, members, topics, lags=lags, offsets=offsets, options=options)
+        return build_spec(cls, members, topics, lags=lags, offsets=offsets, options=options,
+                          shared=shared)
 
     def validate(self) -> None:
         """Raise :class:`AssignmentSpecError` if an invariant does not hold."""

@@ -9,8 +9,10 @@ from pathlib import Path
 from coordinator.background.executor import BackgroundExecutor
 from coordinator.groups import metrics_view
 from coordinator.groups.common.offload import ExecutorOffloader
-from coordinator.groups.consumer.topics import ConsumerGroupTopicListener
+from coordinator.groups.consumer import env as consumer_env
 from coordinator.groups.replay import new_shard
+from coordinator.groups.share import env as share_env
+from coordinator.groups.topic_changes import TopicChangeListener, refreshers
 from coordinator.metadata.broker import Broker
 from coordinator.metadata.image import MetadataImage
 from coordinator.metadata.log import MetadataLog
@@ -53,10 +55,21 @@ class App:
         self.broker = Broker(config, cluster_id, image, self.metadata_log, self.runtime, clock)
         self.topic_logs = TopicLogs(Path(config.log_dir), image, config, clock)
         attach_topic_logs(self.broker, self.topic_logs)
-        self.consumer_topics = ConsumerGroupTopicListener.install(self.broker)
         self.executor = BackgroundExecutor.from_config(config)
         self.offloader = ExecutorOffloader(self.executor, self.runtime)
-        self.consumer_topics.env.offloader = self.offloader
+        consumers = consumer_env.ConsumerGroupEnv(
+            consumer_env.ConsumerGroupSettings.from_config(config), image,
+            offloader=self.offloader,
+            log_offsets=lambda topic, partition: topiclog.log_offsets(self.broker, topic,
+                                                                     partition))
+        consumer_env.install(consumers)
+        shares = share_env.ShareGroupEnv(
+            share_env.ShareGroupSettings.from_config(config), image,
+            share_env.DataPlaneLogs(self.topic_logs), offloader=self.offloader)
+        share_env.install(shares)
+        self.share_env = shares
+        self.topic_changes = TopicChangeListener(self.runtime, image,
+                                                 refreshers(consumers, shares))
         self.observability = observability.install(
             self, view_group=metrics_view.view,
             log_end_offset=lambda topic, partition: topiclog.log_end_offset(self.broker, topic,
@@ -106,7 +119,7 @@ class App:
         for task in self._background:
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
-        await self.consumer_topics.close()
+        await self.topic_changes.close()
         await self.offloader.close()
         await self.executor.stop()
         await self.runtime.stop()

@@ -2,7 +2,10 @@
 
 The closed segments (every segment but the active one) are rewritten keeping only the latest
 record of each key; a tombstone that is the latest for its key is kept until
-``tombstone_retention_ms`` after its timestamp, then dropped. The work is done on a snapshot of
+``tombstone_retention_ms`` after its timestamp, then dropped. A record of a delta type
+(``storage.records.DELTA_TYPES``: a ShareUpdate) is not superseded by later records of its own
+key but by a later record (value or tombstone) of its snapshot type with the same key fields:
+it is kept unless such a record exists. The work is done on a snapshot of
 the closed segments (immutable files) without the log's lock; only the final file swap takes
 it, for a few renames.
 
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +27,7 @@ import structlog
 
 from storage.framing import HEADER, HEADER_SIZE, RECORD, RECORD_SIZE, encode_batch
 from storage.log import PartitionLog, SegmentInfo
+from storage.records.registry import DELTA_KEY_PREFIXES
 from storage.segment import cleaned_name, fsync_dir, segment_name, swap_name
 
 log = structlog.get_logger()
@@ -82,10 +87,14 @@ def _encode_kept(batch: _Batch, kept: list[tuple[int, bytes, bytes | None]]) -> 
 
 
 def compact(
-    plog: PartitionLog, tombstone_retention_ms: int, now_ms: int | None = None
+    plog: PartitionLog,
+    tombstone_retention_ms: int,
+    now_ms: int | None = None,
+    deltas: Mapping[bytes, bytes] = DELTA_KEY_PREFIXES,
 ) -> CompactionResult:
     """Compact ``plog``'s closed segments; see the module docstring. Safe to run in a thread
-    while the log is being appended to and read."""
+    while the log is being appended to and read. ``deltas`` maps the 2-byte type id of a delta
+    record type to its snapshot type's (the key bytes after it are the same for both)."""
     started = time.perf_counter()
     now = int(time.time() * 1000) if now_ms is None else now_ms
     with plog.compaction_lock:
@@ -101,6 +110,7 @@ def compact(
                 for off, key, _ in batch.records:
                     latest[key] = off
                 records_before += len(batch.records)
+        marks = _mark_deltas(latest, deltas) if deltas else {}
 
         # which records survive, per segment, as encoded batches
         outputs: list[list[bytes]] = []
@@ -111,14 +121,15 @@ def compact(
             encoded: list[bytes] = []
             dropped_any = False
             for batch in batches:
-                kept = []
-                for off, key, value in batch.records:
-                    if latest[key] != off:
-                        continue
-                    if value is None and batch.timestamp + tombstone_retention_ms <= now:
-                        tombstones_dropped += 1
-                        continue
-                    kept.append((off, key, value))
+                if marks:  # a delta survives until a later snapshot (see _mark_deltas)
+                    kept = [r for r in batch.records
+                            if latest[r[1]] == r[0] or r[0] >= marks.get(r[1], _NEVER)]
+                else:
+                    kept = [r for r in batch.records if latest[r[1]] == r[0]]
+                if batch.timestamp + tombstone_retention_ms <= now:
+                    live = [r for r in kept if r[2] is not None]
+                    tombstones_dropped += len(kept) - len(live)
+                    kept = live
                 if len(kept) != len(batch.records):
                     dropped_any = True
                 if kept:
@@ -152,6 +163,25 @@ def compact(
     )
     log.info("log_compacted", partition=plog.partition, **_fields(result))
     return result
+
+
+_NEVER = 1 << 63  # above every offset: "not a delta key"
+
+
+def _mark_deltas(latest: dict[bytes, int], deltas: Mapping[bytes, bytes]) -> dict[bytes, int]:
+    """For each delta key: the offset of the latest record of its snapshot key, +1 (0 if none);
+    a delta record survives iff its offset is at least that. Its entry in ``latest`` becomes -1
+    (no record offset), so every delta record takes the second check, while records of other
+    keys keep the one comparison they had. This loop runs once per distinct key, not per
+    record."""
+    marks: dict[bytes, int] = {}
+    for key in latest:
+        snapshot_prefix = deltas.get(key[:2])
+        if snapshot_prefix is not None:
+            marks[key] = latest.get(snapshot_prefix + key[2:], -1) + 1
+    for key in marks:
+        latest[key] = -1
+    return marks
 
 
 def _fields(result: CompactionResult) -> dict[str, float | int]:

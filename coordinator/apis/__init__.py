@@ -29,6 +29,9 @@ from . import (
     offset_delete,
     offset_fetch,
     produce,
+    share_fetch,
+    share_group_describe,
+    share_group_heartbeat,
     sync_group,
 )
 from .context import RequestContext
@@ -64,4 +67,8 @@ def build_registry() -> ApiRegistry:
     registry.register(ApiKey.OFFSET_DELETE, 0, 0, offset_delete.handle)
     registry.register(ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, 1, consumer_group_heartbeat.handle)
     registry.register(ApiKey.CONSUMER_GROUP_DESCRIBE, 0, 1, consumer_group_describe.handle)
+    registry.register(ApiKey.SHARE_GROUP_HEARTBEAT, 1, 1, share_group_heartbeat.handle)
+    registry.register(ApiKey.SHARE_GROUP_DESCRIBE, 1, 1, share_group_describe.handle)
+    registry.register(ApiKey.SHARE_FETCH, 1, 1, share_fetch.handle_fetch)
+    registry.register(ApiKey.SHARE_ACKNOWLEDGE, 1, 1, share_fetch.handle_acknowledge)
     return registry

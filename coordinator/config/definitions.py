@@ -7,7 +7,7 @@ later feature is the first to read them.
 
 from __future__ import annotations
 
-from assignors import ASSIGNORS
+from assignors import ASSIGNORS, SHARE_ASSIGNORS
 
 from .model import INT_MAX, LONG_MAX, ConfigDef, ConfigType, Importance
 
@@ -141,12 +141,42 @@ BROKER_CONFIGS: tuple[ConfigDef, ...] = (
               at_least=10000),
     # --- share groups (KIP-932) -------------------------------------------------------------
     *_group_protocol_family("share", 200, (10, 1000)),
+    ConfigDef("group.share.assignors", LIST, ["simple"],
+              "The server-side assignors as a list of either names or full class names. The "
+              "first one in the list is considered as the default assignor to be used by share "
+              "groups.", one_of=tuple(sorted(SHARE_ASSIGNORS))),
     ConfigDef("group.share.record.lock.duration.ms", INT, 30000,
               "The record acquisition lock duration in milliseconds for share groups.",
               at_least=1000, at_most=3600000),
+    ConfigDef("group.share.min.record.lock.duration.ms", INT, 15000,
+              "The record acquisition lock minimum duration in milliseconds for share groups.",
+              at_least=1000, at_most=30000),
+    ConfigDef("group.share.max.record.lock.duration.ms", INT, 60000,
+              "The record acquisition lock maximum duration in milliseconds for share groups.",
+              at_least=30000, at_most=3600000),
     ConfigDef("group.share.delivery.count.limit", INT, 5,
               "The maximum number of delivery attempts for a record delivered to a share group.",
               at_least=2, at_most=10),
+    ConfigDef("group.share.min.delivery.count.limit", INT, 2,
+              "The minimum value of the group config share.delivery.count.limit.",
+              at_least=2, at_most=5),
+    ConfigDef("group.share.max.delivery.count.limit", INT, 10,
+              "The maximum value of the group config share.delivery.count.limit.",
+              at_least=5, at_most=25),
+    ConfigDef("group.share.partition.max.record.locks", INT, 2000,
+              "Share-group record lock limit per share-partition.", at_least=100,
+              at_most=10000),
+    ConfigDef("group.share.min.partition.max.record.locks", INT, 100,
+              "The minimum value of the group config share.partition.max.record.locks.",
+              at_least=100, at_most=2000),
+    ConfigDef("group.share.max.partition.max.record.locks", INT, 4000,
+              "The maximum value of the group config share.partition.max.record.locks.",
+              at_least=2000, at_most=10000),
+    ConfigDef("group.share.max.share.sessions", INT, 2000,
+              "The maximum number of share sessions per broker.", at_least=1),
+    ConfigDef("share.coordinator.snapshot.update.records.per.snapshot", INT, 500,
+              "The number of update records the share coordinator writes between snapshot "
+              "records.", at_least=0, at_most=500),
     # --- streams groups (KIP-1071) ----------------------------------------------------------
     *_group_protocol_family("streams", INT_MAX, (1, None)),
     ConfigDef("group.streams.num.standby.replicas", INT, 0,

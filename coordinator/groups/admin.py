@@ -7,6 +7,9 @@ from typing import Any
 
 from coordinator.groups.classic.consumer_protocol import subscribed_topics
 from coordinator.groups.classic.model import CONSUMER_PROTOCOL_TYPE, ClassicGroup, ClassicGroupState
+from coordinator.groups.share import records as share_records
+from coordinator.groups.share import state_records
+from coordinator.groups.share.model import SHARE_PROTOCOL_TYPE, ShareGroup
 from coordinator.runtime import Result
 from protocol import ErrorCode
 from storage.records import OffsetCommitKey
@@ -44,6 +47,9 @@ class ListedGroup:
 
 def describe(shard: Any, group_id: str) -> DescribedGroup:
     group = shard.groups.get(group_id)
+    if isinstance(group, ShareGroup):
+        # DescribeGroups knows classic (and consumer) groups only: a share group is not found.
+        return DescribedGroup(group_id, ErrorCode.group_id_not_found, DEAD, "", "")
     if group is None:
         if shard.offsets.has_offsets(group_id):
             return DescribedGroup(group_id, ErrorCode.none, ClassicGroupState.EMPTY.value, "", "")
@@ -71,6 +77,9 @@ def list_groups(shard: Any) -> list[ListedGroup]:
         if isinstance(group, ClassicGroup):
             listed.append(ListedGroup(group_id, group.protocol_type or "", group.state.value,
                                       "classic"))
+        elif isinstance(group, ShareGroup):
+            listed.append(ListedGroup(group_id, SHARE_PROTOCOL_TYPE, group.state.value,
+                                      SHARE_PROTOCOL_TYPE))
         else:
             listed.append(ListedGroup(group_id, CONSUMER_PROTOCOL_TYPE,
                                       str(getattr(group, "state", "")),
@@ -100,6 +109,10 @@ def delete_group(shard: Any, group_id: str) -> Result:
     records = _offset_tombstones(shard, group_id)
     if isinstance(group, ClassicGroup):
         records.append(group.tombstone())
+    elif isinstance(group, ShareGroup):
+        records.extend(share_records.group_tombstones(group))
+        records.extend(state_records.tombstone(group_id, topic_id, partition)
+                       for topic_id, partition in shard.share_partitions.get(group_id, {}))
     elif group is not None:
         records.extend(getattr(group, "tombstones", lambda: [])())
 
@@ -118,7 +131,8 @@ def _is_empty(group: Any) -> bool:
 def delete_offsets(shard: Any, group_id: str, partitions: list[tuple[str, int]]) -> Result:
     """Response: (top-level error, {partition: error})."""
     group = shard.groups.get(group_id)
-    if group is None and not shard.offsets.has_offsets(group_id):
+    if isinstance(group, ShareGroup) or (group is None
+                                         and not shard.offsets.has_offsets(group_id)):
         return Result((), (ErrorCode.group_id_not_found, {}))
     subscribed = _subscribed(group) if group is not None else frozenset()
     errors = {}

@@ -8,6 +8,7 @@ from coordinator.observability.collector import GroupView
 
 from .classic.model import ClassicGroup
 from .consumer.model import ConsumerGroup
+from .share.model import ShareGroup
 
 
 def view(group: Any) -> GroupView:
@@ -16,4 +17,6 @@ def view(group: Any) -> GroupView:
                          assignment_epoch=group.assignment_epoch)
     if isinstance(group, ClassicGroup):
         return GroupView("classic", group.state.value.lower())
+    if isinstance(group, ShareGroup):
+        return GroupView("share", group.state.value.lower())
     return GroupView(str(getattr(group, "group_type", type(group).__name__)).lower(), "")

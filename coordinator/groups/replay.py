@@ -30,6 +30,8 @@ from storage.records import (
     ShareGroupStatePartitionMetadataKey,
     ShareGroupTargetAssignmentMemberKey,
     ShareGroupTargetAssignmentMetadataKey,
+    ShareSnapshotKey,
+    ShareUpdateKey,
     StreamsGroupCurrentMemberAssignmentKey,
     StreamsGroupMemberMetadataKey,
     StreamsGroupMetadataKey,
@@ -49,6 +51,9 @@ from .common.shard import CoordinatorShard, LoadHook, Replayer
 from .consumer import heartbeat as consumer_heartbeat
 from .consumer import regex as consumer_regex
 from .consumer import replay as consumer_replay
+from .share import heartbeat as share_heartbeat
+from .share import replay as share_replay
+from .share import state_records as share_state
 
 REPLAYED: tuple[tuple[type, Replayer], ...] = (
     # offsets (all group types)
@@ -63,6 +68,16 @@ REPLAYED: tuple[tuple[type, Replayer], ...] = (
     (ConsumerGroupTargetAssignmentMemberKey, consumer_replay.target_member),
     (ConsumerGroupCurrentMemberAssignmentKey, consumer_replay.current_assignment),
     (ConsumerGroupRegularExpressionKey, consumer_regex.replay),
+    # share groups (KIP-932)
+    (ShareGroupMetadataKey, share_replay.group_metadata),
+    (ShareGroupPartitionMetadataKey, share_replay.partition_metadata),
+    (ShareGroupMemberMetadataKey, share_replay.member_metadata),
+    (ShareGroupTargetAssignmentMetadataKey, share_replay.target_metadata),
+    (ShareGroupTargetAssignmentMemberKey, share_replay.target_member),
+    (ShareGroupCurrentMemberAssignmentKey, share_replay.current_assignment),
+    (ShareGroupStatePartitionMetadataKey, share_replay.state_partition_metadata),
+    (ShareSnapshotKey, share_state.replay_snapshot),  # share-partition state (1002)
+    (ShareUpdateKey, share_state.replay_update),  # and its deltas (1003)
     # per-group configs (all group types)
     (GroupConfigKey, group_configs.replay),
 )
@@ -70,16 +85,8 @@ REPLAYED: tuple[tuple[type, Replayer], ...] = (
 
 REPLAYERS: Mapping[type, Replayer] = dict(REPLAYED)
 
-_SHARE = "share groups (KIP-932) are not served yet"
 _STREAMS = "streams groups (KIP-1071) are not served yet"
 NOT_REPLAYED: Mapping[type, str] = {
-    ShareGroupMetadataKey: _SHARE,
-    ShareGroupPartitionMetadataKey: _SHARE,
-    ShareGroupMemberMetadataKey: _SHARE,
-    ShareGroupTargetAssignmentMetadataKey: _SHARE,
-    ShareGroupTargetAssignmentMemberKey: _SHARE,
-    ShareGroupCurrentMemberAssignmentKey: _SHARE,
-    ShareGroupStatePartitionMetadataKey: _SHARE,
     StreamsGroupMetadataKey: _STREAMS,
     StreamsGroupPartitionMetadataKey: _STREAMS,
     StreamsGroupMemberMetadataKey: _STREAMS,
@@ -96,6 +103,7 @@ NOT_REPLAYED: Mapping[type, str] = {
 LOAD_HOOKS: tuple[LoadHook, ...] = (
     consumer_heartbeat.rearm_on_load,  # session and rebalance timeouts of consumer members
     classic_session.arm_loaded_sessions,  # session timeouts of classic members
+    share_heartbeat.rearm_on_load,  # session timeouts of share members
     expiration.arm,  # the offsets-retention check (KIP-211)
 )
 """What runs, in this order, once a partition's log is replayed."""

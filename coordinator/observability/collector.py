@@ -5,7 +5,8 @@ Two kinds of metrics, all named as the JMX exporter names Kafka's
 ``kafka_server_group_coordinator_metrics_X{tag="v"}``):
 
 * **State, read at scrape time** by a collector: ``group-count{protocol}``,
-  ``consumer-group-count{state}``, ``classic-group-count{state}``, ``partition-count{state}``,
+  ``consumer-group-count{state}``, ``classic-group-count{state}``, ``share-group-count{state}``,
+  ``partition-count{state}``,
   ``event-queue-size``, ``partition-load-time-max/-avg``, ``offset-count``,
   ``target-assignment-epoch{group}``, ``group-epoch{group}``,
   ``consumer-lag{group,topic,partition}`` (log end offset minus committed offset, for the
@@ -51,7 +52,10 @@ from . import sensors
 CONSUMER_GROUP_STATES = ("empty", "assigning", "reconciling", "stable", "dead")
 CLASSIC_GROUP_STATES = ("empty", "preparingrebalance", "completingrebalance", "stable", "dead")
 PARTITION_STATES = ("loading", "active", "failed")
-PROTOCOLS = ("classic", "consumer")
+SHARE_GROUP_STATES = ("empty", "stable", "dead")
+PROTOCOLS = ("classic", "consumer", "share")
+SHARE_METRICS = "kafka.server:type=ShareGroupMetrics"
+"""The MBean type of Kafka's broker-side share group metrics."""
 BACKGROUND_SUFFIXES = ("p50", "p95", "p99", "p999", "max")
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +120,19 @@ class Observability:
         self.offset_deletions = r.meter("offset-deletion", "Offsets deleted by OffsetDelete")
         self.rebalances = r.meter("consumer-group-rebalance",
                                   "Consumer group rebalances (group epoch bumps)")
+        self.share_rebalances = r.meter("share-group-rebalance",
+                                        "Share group rebalances (group epoch bumps)")
+        self.share_acquired = r.meter("RecordsAcquiredPerSec",
+                                      "Share records acquired by members", group=SHARE_METRICS)
+        self.share_lock_timeouts = r.meter(
+            "AcquisitionLockTimeoutPerSec",
+            "Acquired share records released because their acquisition lock expired",
+            group=SHARE_METRICS)
+        self.share_acknowledgements = {
+            ack_type: r.meter("RecordAcknowledgementsPerSec",
+                              "Share records acknowledged, by acknowledge type",
+                              group=SHARE_METRICS, tags={"ackType": ack_type})
+            for ack_type in sensors.SHARE_ACK_TYPES}
         # registered before the histograms: a scrape takes the snapshot (which feeds the
         # background histograms) before it reads them
         r.collector(self._measure_state)
@@ -217,7 +234,8 @@ class Observability:
     def _group_metrics(self) -> list[Measurement]:
         protocols = dict.fromkeys(PROTOCOLS, 0)
         states = {"consumer": dict.fromkeys(CONSUMER_GROUP_STATES, 0),
-                  "classic": dict.fromkeys(CLASSIC_GROUP_STATES, 0)}
+                  "classic": dict.fromkeys(CLASSIC_GROUP_STATES, 0),
+                  "share": dict.fromkeys(SHARE_GROUP_STATES, 0)}
         per_group: list[Measurement] = []
         lags: list[Measurement] = []
         offsets = 0
@@ -249,6 +267,8 @@ class Observability:
                 for s, n in states["consumer"].items()]
         out += [_m("classic-group-count", n, "Classic groups by state", state=s)
                 for s, n in states["classic"].items()]
+        out += [_m("share-group-count", n, "Share groups by state", state=s)
+                for s, n in states["share"].items()]
         out.append(_m("offset-count", offsets, "Committed offsets held"))
         return out + per_group + lags
 

@@ -7,7 +7,7 @@ This module imports only the standard library: every package of the coordinator 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 
@@ -36,6 +36,14 @@ class Sensors(Protocol):
     def offset_deletions(self) -> _Count: ...
     @property
     def rebalances(self) -> _Count: ...
+    @property
+    def share_rebalances(self) -> _Count: ...
+    @property
+    def share_acquired(self) -> _Count: ...
+    @property
+    def share_lock_timeouts(self) -> _Count: ...
+    @property
+    def share_acknowledgements(self) -> Mapping[str, _Count]: ...
     @property
     def assignor_runs(self) -> _Labelled: ...
     @property
@@ -76,6 +84,40 @@ def record_rebalance(group_id: str) -> None:
     """A consumer group's epoch was bumped (a new rebalance starts)."""
     if _attached is not None:
         _attached.rebalances.record(1)
+
+
+def record_share_rebalance(group_id: str) -> None:
+    """A share group's epoch was bumped."""
+    if _attached is not None:
+        _attached.share_rebalances.record(1)
+
+
+SHARE_ACK_TYPES = ("Gap", "Accept", "Release", "Reject")
+"""Kafka's ``ackType`` tag values, by acknowledge type byte (0-3)."""
+
+
+def record_share_acquired(count: int) -> None:
+    """``count`` share records were acquired by a member."""
+    if _attached is not None and count > 0:
+        _attached.share_acquired.record(count)
+
+
+def record_share_lock_timeouts(count: int) -> None:
+    """``count`` acquired share records went back because their acquisition lock expired."""
+    if _attached is not None and count > 0:
+        _attached.share_lock_timeouts.record(count)
+
+
+def record_share_acknowledgements(types: Sequence[int], count: int) -> None:
+    """An acknowledgement batch of ``count`` offsets with one type, or one type per offset."""
+    if _attached is None:
+        return
+    meters = _attached.share_acknowledgements
+    if len(types) == 1:
+        meters[SHARE_ACK_TYPES[types[0]]].record(count)
+        return
+    for ack_type in types:
+        meters[SHARE_ACK_TYPES[ack_type]].record(1)
 
 
 def record_assignment(group_id: str, assignor: str, duration_ms: float, moved: int) -> None:

@@ -259,6 +259,59 @@ class PartitionLog:
             end = segment.batch_end(i) if min_one else start + max(0, max_bytes)
         return segment.read(start, end - start) if end > start else b""
 
+    def batch_bounds(self, offset: int, max_records: int,
+                     max_bytes: int = 2**31 - 1) -> list[tuple[int, int]]:
+        """(base offset, last offset) of the stored batches from the one holding ``offset``
+        until they reach ``offset + max_records - 1``, ``max_bytes`` (the first batch counts
+        whatever its size) or the log's end, from the segments' in-memory index (no read):
+        what a share partition acquires whole batches by."""
+        out: list[tuple[int, int]] = []
+        if offset >= self.log_end_offset or offset < self.log_start_offset or max_records <= 0:
+            return out
+        want = offset + max_records - 1
+        s = self._segment_for(offset)
+        segment = self.segments[s]
+        i = segment.first_batch_from(offset)
+        size = 0
+        while True:
+            while i >= len(segment.last_offsets):
+                s += 1
+                if s >= len(self.segments):
+                    return out
+                segment, i = self.segments[s], 0
+            size += segment.batch_end(i) - segment.positions[i]
+            if out and size > max_bytes:
+                return out
+            base = segment.base_offset if i == 0 else segment.last_offsets[i - 1] + 1
+            last = segment.last_offsets[i]
+            out.append((base, last))
+            if last >= want:
+                return out
+            i += 1
+
+    def read_range(self, first: int, last: int) -> bytes:
+        """The stored batches holding offsets ``first`` to ``last``, whole."""
+        if last < first or first >= self.log_end_offset or last < self.log_start_offset:
+            return b""
+        chunks: list[bytes] = []
+        s = self._segment_for(max(first, self.log_start_offset))
+        i = self.segments[s].first_batch_from(first)
+        while s < len(self.segments):
+            segment = self.segments[s]
+            if i >= len(segment.last_offsets):
+                s, i = s + 1, 0
+                continue
+            j = i
+            while j < len(segment.last_offsets) and (
+                    j == i or segment.last_offsets[j - 1] < last):
+                j += 1
+            chunks.append(segment.read(segment.positions[i], segment.batch_end(j - 1)
+                                       - segment.positions[i]))
+            if segment.last_offsets[j - 1] >= last:
+                break
+            s, i = s + 1, 0
+        return b"".join(chunks)
+
     def offset_for_timestamp(self, target: int) -> tuple[int, int] | None:
         """(timestamp, offset) of the first record with a timestamp >= ``target``.
 

@@ -28,6 +28,8 @@ from storage.records.consumer import (
 from storage.records.group_config import GroupConfigKey, GroupConfigValue
 from storage.records.offsets import OffsetCommitKey, OffsetCommitValue
 from storage.records.registry import (
+    DELTA_KEY_PREFIXES,
+    DELTA_TYPES,
     RECORD_TYPES,
     RecordType,
     decode_key,
@@ -57,7 +59,12 @@ from storage.records.share import (
     ShareGroupTargetAssignmentMemberValue,
     ShareGroupTargetAssignmentMetadataKey,
     ShareGroupTargetAssignmentMetadataValue,
+    ShareSnapshotKey,
+    ShareSnapshotValue,
+    ShareStateBatch,
     ShareTopicInfo,
+    ShareUpdateKey,
+    ShareUpdateValue,
     TopicPartitionsInfo,
 )
 from storage.records.streams import (
@@ -88,6 +95,8 @@ from storage.records.streams import (
 from storage.records.topics import TopicMetadataKey, TopicMetadataValue
 
 __all__ = [
+    "DELTA_KEY_PREFIXES",
+    "DELTA_TYPES",
     "RECORD_TYPES",
     "ClassicMemberMetadata",
     "ClassicProtocol",
@@ -132,7 +141,12 @@ __all__ = [
     "ShareGroupTargetAssignmentMemberValue",
     "ShareGroupTargetAssignmentMetadataKey",
     "ShareGroupTargetAssignmentMetadataValue",
+    "ShareSnapshotKey",
+    "ShareSnapshotValue",
+    "ShareStateBatch",
     "ShareTopicInfo",
+    "ShareUpdateKey",
+    "ShareUpdateValue",
     "StreamsGroupCurrentMemberAssignmentKey",
     "StreamsGroupCurrentMemberAssignmentValue",
     "StreamsGroupMemberMetadataKey",

@@ -10,7 +10,7 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
-from storage.codec import encode_struct, struct_from_json, struct_to_json
+from storage.codec import encode_struct, fields_of, struct_from_json, struct_to_json
 from storage.errors import RecordDecodeError, UnknownRecordTypeError
 from storage.records import classic, consumer, group_config, offsets, share, streams, topics
 
@@ -49,6 +49,37 @@ def _build() -> dict[int, RecordType]:
 
 RECORD_TYPES: dict[int, RecordType] = _build()
 """Every record type this build writes, by type id."""
+
+
+
+def _deltas() -> dict[int, int]:
+    deltas: dict[int, int] = {}
+    for rt in RECORD_TYPES.values():
+        snapshot_id = getattr(rt.key_cls, "SNAPSHOT_TYPE_ID", None)
+        if snapshot_id is None:
+            continue
+        snapshot = RECORD_TYPES[snapshot_id]
+        same = [(s.kind, s.attr) for s in fields_of(rt.key_cls)] == [
+            (s.kind, s.attr) for s in fields_of(snapshot.key_cls)
+        ]
+        if not same:  # pragma: no cover - a programming error
+            raise RuntimeError(f"{rt.name} is a delta of {snapshot.name} but their keys differ")
+        deltas[rt.type_id] = snapshot_id
+    return deltas
+
+
+DELTA_TYPES: dict[int, int] = _deltas()
+"""Delta record type id -> the snapshot type id it is a delta of (ShareUpdate -> ShareSnapshot).
+
+A key class declares it with ``SNAPSHOT_TYPE_ID``; both keys have the same fields, so their key
+bytes differ only in the 2-byte type id. Compaction keeps every record of a delta type until a
+later record of its snapshot type with the same key fields exists (value or tombstone); deltas
+never supersede each other."""
+
+DELTA_KEY_PREFIXES: dict[bytes, bytes] = {
+    _HDR.pack(delta): _HDR.pack(snapshot) for delta, snapshot in DELTA_TYPES.items()
+}
+""":data:`DELTA_TYPES` as the 2-byte key prefixes compaction compares."""
 
 # Kafka writes offset commits with key version 1 and reads the legacy version 0 too.
 _DECODE_TYPES: dict[int, RecordType] = {**RECORD_TYPES, 0: RECORD_TYPES[1]}

@@ -1,11 +1,31 @@
-"""KIP-932 share group records (types 9 to 15)."""
+"""KIP-932 share group records (types 9 to 15), and the share coordinator's share-partition
+state records ShareSnapshot and ShareUpdate (1002 and 1003 here).
+
+Kafka writes ShareSnapshot/ShareUpdate to ``__share_group_state`` with type ids 0 and 1; this
+store has one type-id namespace for every coordinator partition and 0/1 are OffsetCommit's, so
+they get 1002 and 1003 and are written to the group's own coordinator partition. Their fields are
+Kafka's (``share-coordinator/src/main/resources/common/message/Share{Snapshot,Update}*.json``).
+"""
 
 from __future__ import annotations
 
 import uuid
 from typing import ClassVar
 
-from storage.codec import INT8, INT32, INT64, NSTRING, STRING, UUID, Array, Struct, codec, f, record
+from storage.codec import (
+    INT8,
+    INT16,
+    INT32,
+    INT64,
+    NSTRING,
+    STRING,
+    UUID,
+    Array,
+    Struct,
+    codec,
+    f,
+    record,
+)
 from storage.records.common import TopicMetadata, TopicPartitions
 
 _TP = Array(Struct(TopicPartitions))
@@ -139,3 +159,75 @@ class ShareGroupStatePartitionMetadataValue:
         Array(Struct(TopicPartitionsInfo)), default=()
     )
     deleting_topics: tuple[ShareTopicInfo, ...] = f(Array(Struct(ShareTopicInfo)), default=())
+
+
+# ---------------------------------------------------------------------------------------
+# Share-partition state (Kafka's share coordinator records)
+
+
+@codec
+@record
+class ShareStateBatch:
+    """Kafka's ``StateBatch`` of ShareSnapshotValue and ShareUpdateValue: a range of offsets in
+    one delivery state (0 available, 2 acknowledged, 4 archived) with one delivery count."""
+
+    first_offset: int = f(INT64)
+    last_offset: int = f(INT64)
+    delivery_state: int = f(INT8)
+    delivery_count: int = f(INT16)
+
+
+_BATCHES = Array(Struct(ShareStateBatch))
+
+
+@codec
+@record
+class ShareSnapshotKey:
+    """The full state of one share partition (Kafka's type 0 in ``__share_group_state``)."""
+
+    TYPE_ID: ClassVar[int] = 1002
+    group_id: str = f(STRING)
+    topic_id: uuid.UUID = f(UUID)
+    partition: int = f(INT32)
+
+
+@codec
+@record
+class ShareSnapshotValue:
+    VERSION: ClassVar[int] = 0
+    snapshot_epoch: int = f(INT32)
+    state_epoch: int = f(INT32)
+    leader_epoch: int = f(INT32)
+    start_offset: int = f(INT64)
+    # A tagged field in Kafka (tag 0, 4.2+, KIP-1226); a plain field with Kafka's default here.
+    delivery_complete_count: int = f(INT32, default=-1)
+    create_timestamp: int = f(INT64)
+    write_timestamp: int = f(INT64)
+    state_batches: tuple[ShareStateBatch, ...] = f(_BATCHES, default=())
+
+
+@codec
+@record
+class ShareUpdateKey:
+    """A delta of one share partition's state (Kafka's type 1 in ``__share_group_state``):
+    merged into the state the ShareSnapshot and the ShareUpdates before it give. Compaction
+    keeps it until a later ShareSnapshot record (value or tombstone) of the same key fields
+    exists (``SNAPSHOT_TYPE_ID``); ShareUpdates never supersede each other."""
+
+    TYPE_ID: ClassVar[int] = 1003
+    SNAPSHOT_TYPE_ID: ClassVar[int] = ShareSnapshotKey.TYPE_ID
+    group_id: str = f(STRING)
+    topic_id: uuid.UUID = f(UUID)
+    partition: int = f(INT32)
+
+
+@codec
+@record
+class ShareUpdateValue:
+    VERSION: ClassVar[int] = 0
+    snapshot_epoch: int = f(INT32)
+    leader_epoch: int = f(INT32)
+    start_offset: int = f(INT64)  # -1: unchanged
+    # A tagged field in Kafka (tag 0, 4.2+, KIP-1226); a plain field with Kafka's default here.
+    delivery_complete_count: int = f(INT32, default=-1)
+    state_batches: tuple[ShareStateBatch, ...] = f(_BATCHES, default=())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import pickle
 import subprocess
 import sys
@@ -79,6 +80,26 @@ def test_validate_catches_double_ownership() -> None:
     )
     with pytest.raises(AssignmentSpecError):
         spec.validate()
+
+
+def test_builder_shared_keeps_every_holder() -> None:
+    """A share group's target may give a partition to several members (``shared=True``)."""
+    topics = [TopicMetadata(T0, "a", 2)]
+    members = [
+        MemberSpec("m2", {T0}, assignment={T0: [0]}),
+        MemberSpec("m1", {T0}, assignment={T0: [1, 0, 5, -1, 0]}),
+    ]
+    exclusive = AssignmentSpec.build(members, topics)
+    assert not exclusive.shared
+    assert exclusive.current_partitions == (((0, 1),), ())
+    shared = AssignmentSpec.build(members, topics, shared=True)
+    shared.validate()
+    assert shared.shared
+    assert shared.current_topics == ((0,), (0,))
+    assert shared.current_partitions == (((0, 1),), ((0,),))
+    with pytest.raises(AssignmentSpecError):
+        dataclasses.replace(shared, shared=False).validate()
+    assert pickle.loads(pickle.dumps(shared)) == shared
 
 
 def test_group_assignment_views_and_pickle() -> None:

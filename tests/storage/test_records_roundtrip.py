@@ -21,6 +21,11 @@ from storage.records import (
     ConsumerGroupTargetAssignmentMetadataValue,
     OffsetCommitKey,
     OffsetCommitValue,
+    ShareSnapshotKey,
+    ShareSnapshotValue,
+    ShareStateBatch,
+    ShareUpdateKey,
+    ShareUpdateValue,
     TopicMetadataKey,
     TopicMetadataValue,
     TopicPartitions,
@@ -112,6 +117,8 @@ def test_type_ids_are_kafkas() -> None:
         24: "StreamsGroupTargetAssignmentResolvedTopicIds",
         1000: "TopicMetadata",
         1001: "GroupConfig",
+        1002: "ShareSnapshot",  # Kafka's type 0 of __share_group_state
+        1003: "ShareUpdate",  # Kafka's type 1 of __share_group_state
     }
 
 
@@ -241,3 +248,43 @@ def test_an_encoded_once_array_is_encoded_once_and_identically() -> None:
     assert encode_record(key, value(6, once)) == encode_record(key, value(6, parts))
     decoded = decode_record(*encode_record(key, value(6, once)))[1]
     assert decoded.assigned_partitions == parts and decoded.member_epoch == 6
+
+
+def test_share_state_records_have_kafkas_fields_and_one_key_layout() -> None:
+    tid = uuid.UUID("5a3c8f7e-1b2d-4c6e-8f90-123456789abc")
+    batches = (ShareStateBatch(first_offset=10, last_offset=19, delivery_state=2,
+                               delivery_count=1),
+               ShareStateBatch(first_offset=20, last_offset=20, delivery_state=0,
+                               delivery_count=3))
+    snap_key = ShareSnapshotKey(group_id="g", topic_id=tid, partition=3)
+    snap = ShareSnapshotValue(snapshot_epoch=2, state_epoch=5, leader_epoch=0, start_offset=10,
+                              delivery_complete_count=10, create_timestamp=7,
+                              write_timestamp=8, state_batches=batches)
+    update_key = ShareUpdateKey(group_id="g", topic_id=tid, partition=3)
+    update = ShareUpdateValue(snapshot_epoch=2, leader_epoch=0, start_offset=-1,
+                              state_batches=batches[1:])
+    for key, value in ((snap_key, snap), (update_key, update), (snap_key, None)):
+        assert decode_record(*encode_record(key, value)) == (key, value)
+    kb_snap, _ = encode_record(snap_key, snap)
+    kb_update, _ = encode_record(update_key, update)
+    assert kb_snap[:2] == (1002).to_bytes(2, "big") and kb_update[:2] == (1003).to_bytes(2, "big")
+    assert kb_snap[2:] == kb_update[2:]  # compaction maps one to the other by the type id
+    assert record_to_json(snap_key, snap) == {
+        "type": "ShareSnapshot",
+        "key": {"GroupId": "g", "TopicId": codec.kafka_uuid_str(tid), "Partition": 3},
+        "value": {
+            "SnapshotEpoch": 2, "StateEpoch": 5, "LeaderEpoch": 0, "StartOffset": 10,
+            "DeliveryCompleteCount": 10, "CreateTimestamp": 7, "WriteTimestamp": 8,
+            "StateBatches": [
+                {"FirstOffset": 10, "LastOffset": 19, "DeliveryState": 2, "DeliveryCount": 1},
+                {"FirstOffset": 20, "LastOffset": 20, "DeliveryState": 0, "DeliveryCount": 3},
+            ],
+        },
+    }
+    assert record_to_json(update_key, update)["value"] == {
+        "SnapshotEpoch": 2, "LeaderEpoch": 0, "StartOffset": -1,
+        "DeliveryCompleteCount": -1,  # Kafka's default of the tagged field
+        "StateBatches": [
+            {"FirstOffset": 20, "LastOffset": 20, "DeliveryState": 0, "DeliveryCount": 3},
+        ],
+    }

@@ -14,6 +14,11 @@ from storage.records import (
     ConsumerGroupTargetAssignmentMetadataValue,
     OffsetCommitKey,
     OffsetCommitValue,
+    ShareSnapshotKey,
+    ShareSnapshotValue,
+    ShareStateBatch,
+    ShareUpdateKey,
+    ShareUpdateValue,
     TopicMetadataKey,
     TopicMetadataValue,
     encode_record,
@@ -81,3 +86,31 @@ def test_bench_smoke(tmp_path: Path) -> None:
     result = run_store_replay(2_000, partitions=4, directory=str(tmp_path))
     assert result["records"] == 2_000
     assert result["replay_records_per_s"] > 0
+
+
+def test_dump_shows_share_state_records(tmp_path: Path) -> None:
+    """ShareSnapshot (1002) and ShareUpdate (1003) go through the generic path."""
+    tid = uuid.uuid4()
+    snapshot_key = ShareSnapshotKey(group_id="sg", topic_id=tid, partition=0)
+    update_key = ShareUpdateKey(group_id="sg", topic_id=tid, partition=0)
+    snapshot = ShareSnapshotValue(snapshot_epoch=0, state_epoch=1, leader_epoch=-1,
+                                  start_offset=-1, create_timestamp=5, write_timestamp=5)
+    batch = ShareStateBatch(first_offset=4, last_offset=6, delivery_state=0, delivery_count=1)
+    update = ShareUpdateValue(snapshot_epoch=0, leader_epoch=0, start_offset=4,
+                              delivery_complete_count=0, state_batches=(batch,))
+    with Store.open(tmp_path, num_partitions=1) as store:
+        store.partition(0).append_batch(
+            [
+                encode_record(snapshot_key, snapshot),
+                encode_record(update_key, update),
+                encode_record(snapshot_key, None),
+            ],
+            9,
+        )
+    rows = [json.loads(json.dumps(r)) for r in dump(tmp_path)]
+    assert [r["type"] for r in rows] == ["ShareSnapshot", "ShareUpdate", "ShareSnapshot"]
+    assert rows[0]["value"]["DeliveryCompleteCount"] == -1
+    assert rows[1]["value"]["StateBatches"] == [
+        {"FirstOffset": 4, "LastOffset": 6, "DeliveryState": 0, "DeliveryCount": 1}]
+    assert rows[2]["value"] is None
+    assert all(r["key"]["Partition"] == 0 and r["key"]["GroupId"] == "sg" for r in rows)

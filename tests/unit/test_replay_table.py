@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import uuid
 from collections import Counter
 
 from coordinator.groups import replay
@@ -17,8 +18,11 @@ from storage.records import (
     ConsumerGroupMetadataValue,
     GroupMetadataKey,
     GroupMetadataValue,
-    ShareGroupMetadataKey,
-    ShareGroupMetadataValue,
+    ShareSnapshotKey,
+    ShareUpdateKey,
+    ShareUpdateValue,
+    StreamsGroupMetadataKey,
+    StreamsGroupMetadataValue,
 )
 
 
@@ -46,8 +50,15 @@ def test_a_new_shard_replays_with_the_table_and_runs_the_load_hooks() -> None:
     assert isinstance(shard.groups["c"], ClassicGroup)
     assert isinstance(shard.groups["k"], ConsumerGroup)
     # a type listed as not replayed is skipped (logged), the shard goes on
-    shard.replay(2, ShareGroupMetadataKey(group_id="s"), ShareGroupMetadataValue(epoch=1))
+    shard.replay(2, StreamsGroupMetadataKey(group_id="s"), StreamsGroupMetadataValue(epoch=1))
     assert "s" not in shard.groups and shard.last_offset == 2
+    # share-partition state goes to shard.share_partitions, not to the groups
+    tid = uuid.UUID(int=5)
+    shard.replay(3, ShareUpdateKey(group_id="sg", topic_id=tid, partition=1),
+                 ShareUpdateValue(snapshot_epoch=0, leader_epoch=0, start_offset=7))
+    assert shard.share_partitions["sg"][(tid, 1)].start_offset == 7 and "sg" not in shard.groups
+    shard.replay(4, ShareSnapshotKey(group_id="sg", topic_id=tid, partition=1), None)
+    assert "sg" not in shard.share_partitions
     shard.on_loaded(0)
     assert len(shard.timers) > 0  # the offsets-retention check, armed by a load hook
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Protocol, cast
 
 from assignors import (
+    SHARE_ASSIGNORS,
     AssignmentSpec,
     MemberSpec,
     PartitionAssignor,
@@ -228,7 +229,8 @@ def run_job(job: AssignorJob) -> JobResult:
     offsets: dict[TopicId, PartitionOffsets] = {
         i: value for i, value in enumerate(job.offsets) if value is not None}
     result = assignor.assign(AssignmentSpec.build(specs, topics, offsets=offsets or None,
-                                                  options=dict(job.options)))
+                                                  options=dict(job.options),
+                                                  shared=job.assignor in SHARE_ASSIGNORS))
     member_of = cast("Callable[[str], Mapping[int, Partitions]]", result.member)
     changed: list[tuple[str, TopicIndexAssignment]] = []
     moved = 0

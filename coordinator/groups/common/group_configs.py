@@ -8,9 +8,9 @@ values parse, and the bounded ones stay within the broker's min/max.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from coordinator.config import ConfigDef
 from coordinator.config.model import ConfigError, ConfigType
@@ -29,6 +29,7 @@ _BROKER_DEFAULTS: dict[str, tuple[ConfigType, str | None, Any]] = {
     "share.heartbeat.interval.ms": (INT, "group.share.heartbeat.interval.ms", None),
     "share.record.lock.duration.ms": (INT, "group.share.record.lock.duration.ms", None),
     "share.delivery.count.limit": (INT, "group.share.delivery.count.limit", None),
+    "share.partition.max.record.locks": (INT, "group.share.partition.max.record.locks", None),
     "share.auto.offset.reset": (STRING, None, "latest"),
     "share.isolation.level": (STRING, None, "read_uncommitted"),
     "share.assignment.interval.ms": (INT, None, -1),
@@ -103,12 +104,12 @@ def validate(overrides: Mapping[str, str], broker_config: Any) -> dict[str, Any]
             _bounded(f"{kind}.assignment.interval.ms", interval, broker_config,
                      f"group.{kind}.min.assignment.interval.ms",
                      f"group.{kind}.max.assignment.interval.ms")
-    limit = effective["share.delivery.count.limit"]
-    if not 2 <= limit <= 10:
-        raise GroupConfigError("share.delivery.count.limit must be between 2 and 10")
-    lock = effective["share.record.lock.duration.ms"]
-    if not 1000 <= lock <= 3600000:
-        raise GroupConfigError("share.record.lock.duration.ms must be between 1000 and 3600000")
+    for name, broker_name in (("share.record.lock.duration.ms", "record.lock.duration.ms"),
+                              ("share.delivery.count.limit", "delivery.count.limit"),
+                              ("share.partition.max.record.locks",
+                               "partition.max.record.locks")):
+        _bounded(name, effective[name], broker_config, f"group.share.min.{broker_name}",
+                 f"group.share.max.{broker_name}")
     standby = effective["streams.num.standby.replicas"]
     maximum = broker_config["group.streams.max.standby.replicas"]
     if not 0 <= standby <= maximum:
@@ -151,7 +152,7 @@ def replay(shard: Any, offset: int, key: GroupConfigKey, value: GroupConfigValue
 
 
 
-# ------------------------------------------------------------------------------ consumer groups
+# ------------------------------------------------------------------------------ per group type
 @dataclass(frozen=True, slots=True)
 class ConsumerGroupOverrides:
     """What a consumer group overrides; None means the broker's value."""
@@ -162,26 +163,56 @@ class ConsumerGroupOverrides:
     assignor_offload: bool | None = None
 
 
-_NO_OVERRIDES = ConsumerGroupOverrides()
+@dataclass(frozen=True, slots=True)
+class ShareGroupOverrides:
+    """What a share group overrides; None means the broker's value (``share.auto.offset.reset``
+    and ``share.isolation.level`` have fixed defaults, as in Kafka)."""
+
+    session_timeout_ms: int | None = None
+    heartbeat_interval_ms: int | None = None
+    assignment_interval_ms: int | None = None
+    assignor_offload: bool | None = None
+    record_lock_duration_ms: int | None = None
+    delivery_count_limit: int | None = None
+    partition_max_record_locks: int | None = None
+    auto_offset_reset: str = "latest"
+    isolation_level: str = "read_uncommitted"
+
+
+_NO_CONSUMER_OVERRIDES = ConsumerGroupOverrides()
+_NO_SHARE_OVERRIDES = ShareGroupOverrides()
 
 
 def consumer_overrides(shard: Any, group_id: str) -> ConsumerGroupOverrides:
     """The group's overrides, parsed once per stored version (every heartbeat asks)."""
+    return _cached(shard, group_id, "consumer_overrides_cache", _parse_consumer_overrides,
+                   _NO_CONSUMER_OVERRIDES)
+
+
+def share_overrides(shard: Any, group_id: str) -> ShareGroupOverrides:
+    """The share group's overrides, parsed once per stored version."""
+    return _cached(shard, group_id, "share_overrides_cache", _parse_share_overrides,
+                   _NO_SHARE_OVERRIDES)
+
+
+T = TypeVar("T")
+
+
+def _cached(shard: Any, group_id: str, cache_name: str,
+            parse: Callable[[Mapping[str, str]], T], none: T) -> T:
     stored = overrides(shard, group_id)
     if not stored:
-        return _NO_OVERRIDES
-    cache: dict[str, tuple[Mapping[str, str], ConsumerGroupOverrides]] = \
-        shard.__dict__.setdefault("consumer_overrides_cache", {})
+        return none
+    cache: dict[str, tuple[Mapping[str, str], T]] = shard.__dict__.setdefault(cache_name, {})
     cached = cache.get(group_id)
     if cached is not None and cached[0] is stored:
         return cached[1]
-    parsed_overrides = _parse_consumer_overrides(stored)
+    parsed_overrides = parse(stored)
     cache[group_id] = (stored, parsed_overrides)
     return parsed_overrides
 
 
-def _parse_consumer_overrides(stored: Mapping[str, str]) -> ConsumerGroupOverrides:
-
+def _parser(stored: Mapping[str, str]) -> Callable[[str], Any]:
     def parsed(name: str) -> Any:
         raw = stored.get(name)
         if raw is None:
@@ -191,9 +222,29 @@ def _parse_consumer_overrides(stored: Mapping[str, str]) -> ConsumerGroupOverrid
         except ConfigError:
             return None  # written by a build with other rules: fall back to the broker's
 
+    return parsed
+
+
+def _parse_consumer_overrides(stored: Mapping[str, str]) -> ConsumerGroupOverrides:
+    parsed = _parser(stored)
     interval = parsed("consumer.assignment.interval.ms")
     return ConsumerGroupOverrides(
         session_timeout_ms=parsed("consumer.session.timeout.ms"),
         heartbeat_interval_ms=parsed("consumer.heartbeat.interval.ms"),
         assignment_interval_ms=None if interval is None or interval == -1 else interval,
         assignor_offload=parsed("consumer.assignor.offload.enable"))
+
+
+def _parse_share_overrides(stored: Mapping[str, str]) -> ShareGroupOverrides:
+    parsed = _parser(stored)
+    interval = parsed("share.assignment.interval.ms")
+    return ShareGroupOverrides(
+        session_timeout_ms=parsed("share.session.timeout.ms"),
+        heartbeat_interval_ms=parsed("share.heartbeat.interval.ms"),
+        assignment_interval_ms=None if interval is None or interval == -1 else interval,
+        assignor_offload=parsed("share.assignor.offload.enable"),
+        record_lock_duration_ms=parsed("share.record.lock.duration.ms"),
+        delivery_count_limit=parsed("share.delivery.count.limit"),
+        partition_max_record_locks=parsed("share.partition.max.record.locks"),
+        auto_offset_reset=parsed("share.auto.offset.reset") or "latest",
+        isolation_level=parsed("share.isolation.level") or "read_uncommitted")

@@ -16,14 +16,16 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from coordinator.observability import sensors
 from coordinator.observability.logs import get_logger
 from coordinator.runtime import CoordinatorError, Result
+from coordinator.runtime.result import Record
 
-from .assignor_job import JobResult, PreparedJob, run_job
+from .assignor_job import JobResult, PreparedJob, TopicIndexAssignment, run_job
 
 log = get_logger("coordinator.groups.offload")
 
@@ -76,6 +78,56 @@ def chunks(outcome: JobResult | BaseException) -> list[tuple[int, int]]:
     if start < len(outcome.changed):
         out.append((start, len(outcome.changed)))
     return out
+
+
+ChunkRecords = Callable[[Any, AssignorRun, "Sequence[tuple[str, TopicIndexAssignment]]"],
+                        list[Record]]
+"""A group type's target records for a chunk of a result's changed members."""
+
+
+def install_result(shard: Any, now_ms: int, run: AssignorRun,
+                   outcome: JobResult | BaseException, part: tuple[int, int] | None,
+                   chunk_records: ChunkRecords, metadata_record: Callable[[str, int, int], Record]
+                   ) -> Result:
+    """The write event for (a chunk of) a finished run, whatever the group type; ``part`` is
+    one of ``chunks(outcome)`` (default: all of it at once). The group type gives the records
+    of a chunk (``chunk_records``: it drops members that left meanwhile) and of the target
+    metadata (``metadata_record(group id, epoch, finish time)``, with the last chunk).
+
+    A result is discarded when the group was deleted or reloaded (not the same group object)
+    or a newer target was installed meanwhile. Clearing the in-flight mark on the last chunk is
+    bookkeeping, not state from records: it is done even if the records then fail to be
+    written (the timestamp is then not updated and the next run may come sooner, as the seed
+    allows)."""
+    job = run.prepared.job
+    gid = job.group_id
+    group = shard.groups.get(gid)
+    slices = chunks(outcome)
+    start, end = part if part is not None else (0, slices[-1][1])
+    last = end == slices[-1][1]
+    if last and group is run.group and group.assignor_run == run.run_id:
+        group.assignor_run = None
+    if group is not run.group:
+        if last:
+            log.info("assignor result discarded: the group is gone", group_id=gid,
+                     group_epoch=job.group_epoch)
+        return Result()
+    if isinstance(outcome, BaseException):
+        log.error("assignor run failed", group_id=gid, error=repr(outcome))
+        return Result()
+    if group.assignment_epoch >= job.group_epoch:
+        if last:
+            log.info("assignor result discarded: a newer target exists", group_id=gid,
+                     group_epoch=job.group_epoch, assignment_epoch=group.assignment_epoch)
+        return Result()
+    out = chunk_records(group, run, outcome.changed[start:end])
+    if last:
+        out.append(metadata_record(gid, job.group_epoch, now_ms))
+        sensors.record_offloaded_run(job, outcome)
+        log.info("installed offloaded target assignment", group_id=gid,
+                 assignment_epoch=job.group_epoch, changed=len(outcome.changed),
+                 assign_ms=round(outcome.assign_ms, 1))
+    return Result(out)
 
 
 def run_inline(prepared: PreparedJob) -> JobResult:

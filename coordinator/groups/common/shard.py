@@ -8,6 +8,7 @@ with it (``new_shard``).
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -39,6 +40,12 @@ class CoordinatorShard:
         self.groups: dict[str, Any] = {}
         self.group_configs: dict[str, dict[str, str]] = {}
         """Per-group config overrides (``GroupConfig`` records), by group id."""
+        self.share_partitions: dict[str, dict[tuple[uuid.UUID, int], Any]] = {}
+        """Share-partition state (KIP-932), by group id, then (topic id, partition): replayed
+        from ShareSnapshot/ShareUpdate records, kept apart from the group objects as Kafka's
+        share coordinator keeps it."""
+        self.share_sessions: dict[tuple[str, str], Any] = {}
+        """Share sessions (KIP-932) by (group id, member id): in memory only."""
         self.last_offset = -1
 
     def replay(self, offset: int, key: Any, value: Any | None) -> None:

@@ -30,8 +30,7 @@ from coordinator.groups.common.assignor_job import (
     TopicIndexAssignment,
     to_assignment,
 )
-from coordinator.groups.common.offload import AssignorRun, Offloader, chunks, new_run
-from coordinator.observability import sensors
+from coordinator.groups.common.offload import AssignorRun, Offloader, install_result, new_run
 from coordinator.observability.logs import get_logger
 from coordinator.runtime import Result
 from coordinator.runtime.result import Record
@@ -64,39 +63,9 @@ def start_effect(shard: Any, group_id: str, prepared: PreparedJob, offloader: Of
 
 def install(shard: Any, now_ms: int, run: AssignorRun, outcome: JobResult | BaseException,
             part: tuple[int, int] | None = None) -> Result:
-    """The write event for (a chunk of) a finished run; ``part`` is one of ``chunks(outcome)``
-    (default: all of it at once). Clearing the in-flight mark on the last chunk is bookkeeping,
-    not state from records: it is done even if the records then fail to be written (the
-    timestamp is then not updated and the next run may come sooner, as the seed allows)."""
-    job = run.prepared.job
-    gid = job.group_id
-    group = shard.groups.get(gid)
-    slices = chunks(outcome)
-    start, end = part if part is not None else (0, slices[-1][1])
-    last = end == slices[-1][1]
-    if last and group is run.group and group.assignor_run == run.run_id:
-        group.assignor_run = None
-    if group is not run.group:
-        if last:
-            log.info("assignor result discarded: the group is gone", group_id=gid,
-                     group_epoch=job.group_epoch)
-        return Result()
-    if isinstance(outcome, BaseException):
-        log.error("assignor run failed", group_id=gid, error=repr(outcome))
-        return Result()
-    if group.assignment_epoch >= job.group_epoch:
-        if last:
-            log.info("assignor result discarded: a newer target exists", group_id=gid,
-                     group_epoch=job.group_epoch, assignment_epoch=group.assignment_epoch)
-        return Result()
-    out = _target_records(group, run, outcome.changed[start:end])
-    if last:
-        out.append(records.target_metadata(gid, job.group_epoch, now_ms))
-        sensors.record_offloaded_run(job, outcome)
-        log.info("installed offloaded target assignment", group_id=gid,
-                 assignment_epoch=job.group_epoch, changed=len(outcome.changed),
-                 assign_ms=round(outcome.assign_ms, 1))
-    return Result(out)
+    """The write event for (a chunk of) a finished run (``common.offload.install_result``)."""
+    return install_result(shard, now_ms, run, outcome, part, _target_records,
+                          records.target_metadata)
 
 
 def _target_records(group: ConsumerGroup, run: AssignorRun,

@@ -1,0 +1,56 @@
+"""ShareGroupHeartbeat v1 (KIP-932), written through the group's coordinator partition."""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from coordinator.groups.share.env import ShareGroupEnv, env_for
+from coordinator.groups.share.heartbeat import (
+    HeartbeatRequest,
+    HeartbeatResponse,
+    heartbeat,
+    validate,
+)
+from coordinator.runtime import CoordinatorError
+
+from .context import RequestContext
+from .group_common import client_host
+
+
+def _request(ctx: RequestContext, request: Any) -> HeartbeatRequest:
+    return HeartbeatRequest(
+        group_id=request.group_id, member_id=request.member_id,
+        member_epoch=request.member_epoch, rack_id=request.rack_id,
+        subscribed_topic_names=request.subscribed_topic_names,
+        client_id=ctx.header.client_id or "", client_host=client_host(ctx))
+
+
+def _response(ctx: RequestContext, response: HeartbeatResponse) -> Any:
+    assignment = None
+    if response.assignment is not None:
+        assignment = ctx.nested("Assignment", topic_partitions=tuple(
+            ctx.nested("TopicPartitions", topic_id=topic_id, partitions=tuple(sorted(parts)))
+            for topic_id, parts in sorted(response.assignment.items(),
+                                          key=lambda kv: kv[0].int)))
+    return ctx.respond(error_message=None, member_id=response.member_id,
+                       member_epoch=response.member_epoch,
+                       heartbeat_interval=datetime.timedelta(
+                           milliseconds=response.heartbeat_interval_ms),
+                       assignment=assignment)
+
+
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    env: ShareGroupEnv = env_for(ctx.broker)
+    try:
+        hb = _request(ctx, request)
+        validate(hb)
+        runtime = ctx.broker.runtime
+        answer: HeartbeatResponse = await runtime.write(
+            runtime.partition_for(hb.group_id),
+            lambda shard, now: heartbeat(shard, now, env, hb), name="ShareGroupHeartbeat",
+            group_id=hb.group_id)
+    except CoordinatorError as exc:
+        return ctx.respond(error_code=exc.code, error_message=exc.message, member_id=None,
+                           member_epoch=0, assignment=None)
+    return _response(ctx, answer)

@@ -1,0 +1,69 @@
+"""The target assignment of a share group: when a new one is due (seed 000's batching), the
+assignor job that computes it (run inline or offloaded), and the records of its result.
+
+Only initialized share partitions are assignable (ShareGroupStatePartitionMetadata); the
+heartbeat initializes the partitions of every subscribed topic before it asks for a target, so
+here they are all the subscribed topics' partitions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from coordinator.groups.common.assignor_job import (
+    JobResult,
+    PreparedJob,
+    TopicIndexAssignment,
+    build_job,
+    to_assignment,
+)
+from coordinator.runtime.result import Record
+
+from . import records
+from .model import Assignment, ShareGroup, ShareGroupMember, SubscribedTopic
+
+
+def assignment_due(group: ShareGroup, group_epoch: int, now_ms: int, interval_ms: int) -> bool:
+    """Whether a new target must be computed now: the target lags the group epoch and the last
+    computation (if its finish time is known) finished at least ``interval_ms`` ago."""
+    if group_epoch <= group.assignment_epoch:
+        return False
+    last = group.assignment_timestamp
+    return last <= 0 or now_ms - last >= interval_ms
+
+
+def prepare(group: ShareGroup, group_epoch: int, assignor: str,
+            members: Mapping[str, ShareGroupMember], targets: Mapping[str, Assignment],
+            metadata: Mapping[str, SubscribedTopic]) -> PreparedJob:
+    """The assignor job for ``members`` (as they will be) from their current ``targets``."""
+    return build_job(group.group_id, group_epoch, assignor, members, targets, metadata,
+                     cache=group.job_targets)
+
+
+def target_records(group: ShareGroup, prepared: PreparedJob,
+                   changed: Sequence[tuple[str, TopicIndexAssignment]],
+                   members: Mapping[str, ShareGroupMember]
+                   ) -> tuple[dict[str, Assignment], list[Record]]:
+    """The new targets of the members still in ``members`` (a member that left meanwhile loses
+    its share), and their records."""
+    gid = group.group_id
+    new: dict[str, Assignment] = {}
+    out: list[Record] = []
+    for member_id, pairs in changed:
+        if member_id not in members:
+            continue
+        assignment = to_assignment(pairs, prepared.topic_ids)
+        new[member_id] = assignment
+        if member_id not in group.target or group.target[member_id] != assignment:
+            out.append(records.target_member(gid, member_id, assignment))
+    return new, out
+
+
+def result_records(group: ShareGroup, prepared: PreparedJob, outcome: JobResult,
+                   members: Mapping[str, ShareGroupMember], now_ms: int
+                   ) -> tuple[dict[str, Assignment], list[Record]]:
+    """A finished run's records: the changed targets, then the target metadata with the run's
+    epoch and finish time (seed 000)."""
+    new, out = target_records(group, prepared, outcome.changed, members)
+    out.append(records.target_metadata(group.group_id, prepared.job.group_epoch, now_ms))
+    return new, out
