@@ -164,3 +164,9 @@ class ShardContext:
         found = self.records(key_type)
         assert found, f"no {key_type.__name__ if key_type else ''} record written"
         return found[-1]
+
+    def last_value(self, key_type: type) -> Any:
+        """The value of the last record of ``key_type`` (AssertionError for a tombstone)."""
+        record = self.last(key_type)
+        assert record.value is not None, f"the last {key_type.__name__} is a tombstone"
+        return record.value
