@@ -72,6 +72,8 @@ class App:
                                                  refreshers(consumers, shares))
         self.observability = observability.install(
             self, view_group=metrics_view.view,
+            view_share_partitions=lambda shard: metrics_view.share_partitions(
+                shard, lambda topic_id: getattr(image.topic_by_id(topic_id), "name", None)),
             log_end_offset=lambda topic, partition: topiclog.log_end_offset(self.broker, topic,
                                                                             partition))
         self.registry = build_registry()

@@ -18,6 +18,7 @@ from storage.errors import CorruptLogError
 
 from .bench import codec as codec_bench
 from .bench import produce_consume as produce_consume_bench
+from .bench import share as share_bench
 from .bench import store as store_bench
 from .bench import storm as storm_bench
 from .config import ConfigError, ServerConfig
@@ -56,6 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
     storm = benches.add_parser("storm", help="bystander heartbeat latency while a large group "
                                "churns, with and without assignment batching and offload")
     storm_bench.add_arguments(storm)
+    share = benches.add_parser("share", help="records/s consumed and acknowledged by share "
+                               "consumers, next to a consumer group's Fetch")
+    share_bench.add_arguments(share)
 
     log_cmd = commands.add_parser("log", help="read a store")
     log_commands = log_cmd.add_subparsers(dest="log_command", required=True)
@@ -136,5 +140,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "log":
         return dump_log(args)
     benches = {"codec": codec_bench.run, "store": store_bench.run, "assignor": bench_assignor,
-               "produce-consume": produce_consume_bench.run, "storm": storm_bench.run}
+               "produce-consume": produce_consume_bench.run, "storm": storm_bench.run,
+               "share": share_bench.run}
     return benches[args.bench](args)

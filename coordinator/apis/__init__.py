@@ -5,16 +5,19 @@ from __future__ import annotations
 from protocol import ApiKey
 
 from . import (
+    alter_share_group_offsets,
     api_versions,
     consumer_group_describe,
     consumer_group_heartbeat,
     create_partitions,
     create_topics,
     delete_groups,
+    delete_share_group_offsets,
     delete_topics,
     describe_cluster,
     describe_configs,
     describe_groups,
+    describe_share_group_offsets,
     fetch,
     find_coordinator,
     heartbeat,
@@ -71,4 +74,8 @@ def build_registry() -> ApiRegistry:
     registry.register(ApiKey.SHARE_GROUP_DESCRIBE, 1, 1, share_group_describe.handle)
     registry.register(ApiKey.SHARE_FETCH, 1, 1, share_fetch.handle_fetch)
     registry.register(ApiKey.SHARE_ACKNOWLEDGE, 1, 1, share_fetch.handle_acknowledge)
+    registry.register(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 0, 1,
+                      describe_share_group_offsets.handle)
+    registry.register(ApiKey.ALTER_SHARE_GROUP_OFFSETS, 0, 0, alter_share_group_offsets.handle)
+    registry.register(ApiKey.DELETE_SHARE_GROUP_OFFSETS, 0, 0, delete_share_group_offsets.handle)
     return registry

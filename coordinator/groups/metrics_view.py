@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from coordinator.observability.collector import GroupView
+from coordinator.observability.collector import GroupView, SharePartitionView
 
 from .classic.model import ClassicGroup
 from .consumer.model import ConsumerGroup
@@ -20,3 +22,12 @@ def view(group: Any) -> GroupView:
     if isinstance(group, ShareGroup):
         return GroupView("share", group.state.value.lower())
     return GroupView(str(getattr(group, "group_type", type(group).__name__)).lower(), "")
+
+
+def share_partitions(shard: Any, topic_name: Callable[[uuid.UUID], str | None]
+                     ) -> Iterator[SharePartitionView]:
+    """The shard's share partitions (KIP-932) as the metrics read them."""
+    for group_id, by_tp in list(shard.share_partitions.items()):
+        for (topic_id, partition), sp in list(by_tp.items()):
+            yield SharePartitionView(group_id, topic_name(topic_id) or str(topic_id), partition,
+                                     sp.in_flight_count(), sp.acquired_count())

@@ -34,7 +34,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,6 +55,7 @@ PARTITION_STATES = ("loading", "active", "failed")
 SHARE_GROUP_STATES = ("empty", "stable", "dead")
 PROTOCOLS = ("classic", "consumer", "share")
 SHARE_METRICS = "kafka.server:type=ShareGroupMetrics"
+SHARE_PARTITION_METRICS = "kafka.server:type=SharePartitionMetrics"
 """The MBean type of Kafka's broker-side share group metrics."""
 BACKGROUND_SUFFIXES = ("p50", "p95", "p99", "p999", "max")
 
@@ -70,12 +71,27 @@ class GroupView:
     assignment_epoch: int | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class SharePartitionView:
+    """What the metrics read of one share partition (KIP-932): its in-flight and acquired
+    records."""
+
+    group: str
+    topic: str
+    partition: int
+    in_flight: int
+    acquired: int
+
+
 GroupViewer = Callable[[Any], GroupView]
+SharePartitionViewer = Callable[[Any], Iterable[SharePartitionView]]
+"""A shard's share partitions, as views."""
 LogEndOffsets = Callable[[str, int], "int | None"]
 
 
 # ---------------------------------------------------------------------------------- wiring
 def install(app: Any, *, view_group: GroupViewer | None = None,
+            view_share_partitions: SharePartitionViewer | None = None,
             log_end_offset: LogEndOffsets | None = None,
             config: WindowConfig | None = None) -> Observability:
     """Metrics for ``app`` (a ``coordinator.app.App``): the runtime's event listener, the
@@ -83,8 +99,9 @@ def install(app: Any, *, view_group: GroupViewer | None = None,
     (``coordinator.groups.metrics.view``), ``log_end_offset`` a partition's log end offset for
     the lag metrics. The exporter starts with :meth:`Observability.start_exporter`."""
     observability = Observability(app.runtime, getattr(app, "executor", None),
-                                  view_group=view_group, log_end_offset=log_end_offset,
-                                  config=config)
+                                  view_group=view_group,
+                                  view_share_partitions=view_share_partitions,
+                                  log_end_offset=log_end_offset, config=config)
     app.runtime.event_listener = observability.on_event
     sensors.attach(observability)
     return observability
@@ -97,12 +114,14 @@ def uninstall(observability: Observability) -> None:
 class Observability:
     def __init__(self, runtime: Any, executor: Any = None, *,
                  view_group: GroupViewer | None = None,
+                 view_share_partitions: SharePartitionViewer | None = None,
                  log_end_offset: LogEndOffsets | None = None,
                  config: WindowConfig | None = None, registry: MetricsRegistry | None = None,
                  snapshot_timeout_s: float = 2.0) -> None:
         self.runtime = runtime
         self.executor = executor
         self.view_group = view_group
+        self.view_share_partitions = view_share_partitions
         self.log_end_offset = log_end_offset
         self.snapshot_timeout_s = snapshot_timeout_s
         r = self.registry = registry or MetricsRegistry(config=config)
@@ -257,6 +276,8 @@ class Observability:
                     if view.group_epoch is not None:
                         per_group.append(_m("group-epoch", view.group_epoch,
                                             "The consumer group's group epoch", group=group_id))
+            if self.view_share_partitions is not None:
+                per_group += self._share_partition_metrics(shard)
             for group_id in list(shard.offsets.groups()):
                 committed = shard.offsets.group(group_id)
                 offsets += len(committed)
@@ -271,6 +292,19 @@ class Observability:
                 for s, n in states["share"].items()]
         out.append(_m("offset-count", offsets, "Committed offsets held"))
         return out + per_group + lags
+
+    def _share_partition_metrics(self, shard: Any) -> list[Measurement]:
+        assert self.view_share_partitions is not None
+        out = []
+        for v in self.view_share_partitions(shard):
+            tags = {"group": v.group, "topic": v.topic, "partition": str(v.partition)}
+            out.append(Measurement(MetricName("InFlightMessageCount", SHARE_PARTITION_METRICS,
+                                              tags), float(v.in_flight),
+                                   "Records in flight in the share partition"))
+            out.append(Measurement(MetricName("AcquiredRecordCount", SHARE_PARTITION_METRICS,
+                                              tags), float(v.acquired),
+                                   "Records of the share partition acquired by members now"))
+        return out
 
     def _lags(self, group_id: str, committed: Mapping[tuple[str, int], Any]
               ) -> list[Measurement]:

@@ -29,6 +29,8 @@ import protocol
 from coordinator.apis import build_registry
 from coordinator.config import ConfigDef, ConfigError, ServerConfig
 from coordinator.config.definitions import BROKER_CONFIGS_BY_NAME, TOPIC_CONFIGS_BY_NAME
+from coordinator.groups.common.group_configs import GROUP_CONFIG_NAMES
+from coordinator.groups.common.group_configs import definition as group_config
 from protocol import ErrorCode
 from tests.harness import ServerProcess
 
@@ -177,7 +179,12 @@ def test_incremental_alter_configs_note_names_the_resource_types_it_answers(
 
 # --- the config table and every config key named ---------------------------------------------
 
-DEFINITIONS: dict[str, ConfigDef] = {**TOPIC_CONFIGS_BY_NAME, **BROKER_CONFIGS_BY_NAME}
+DEFINITIONS: dict[str, ConfigDef] = {
+    **TOPIC_CONFIGS_BY_NAME, **BROKER_CONFIGS_BY_NAME,
+    # per-group configs (IncrementalAlterConfigs on the GROUP resource), e.g.
+    # share.record.lock.duration.ms
+    **{name: group_config(name) for name in GROUP_CONFIG_NAMES},
+}
 
 
 def _advertised_listeners_default_to_the_listener() -> bool:

@@ -133,16 +133,37 @@ def test_an_expired_acquisition_lock_makes_records_available_again(
     assert error is ErrorCode.invalid_record_state  # no longer a's
 
 
-def test_a_member_leaving_the_group_releases_its_records_at_once(
+def test_a_member_that_leaves_gives_its_records_back_when_it_closes_its_session(
         ctx: ShareGroupContext) -> None:
+    """librdkafka sends its last ShareAcknowledge (epoch -1) and the leave heartbeat at once,
+    on two connections: whichever comes first, the acknowledgements count."""
     ctx.fetch(G, "a", 0, [tp(ctx)])
     ctx.fetch(G, "b", 0, [tp(ctx)])
+    ctx.logs.produce(T, 0, 3)
+    ctx.fetch(G, "a", 1)
+    ctx.heartbeat(G, "a", -1)  # the leave first: the session is still open
+    assert "a" not in ctx.group(G).members
+    assert acquired(ctx.fetch(G, "b", 1)) == []
+    result = ctx.acknowledge(G, "a", -1, [tp(ctx, ((0, 0, (ACCEPT,)),))])
+    assert result.partitions[0].ack_error is ErrorCode.none
+    assert acquired(ctx.fetch(G, "b", 2)) == [(1, 2, 2)]
+
+
+def test_a_fenced_member_gives_its_records_back_at_once() -> None:
+    ctx = ShareGroupContext(ShareGroupSettings(assignment_interval_ms=0, assignor_offload=False,
+                                               record_lock_duration_ms=60_000))
+    ctx.create_topic(T, 1)
+    ctx.heartbeat(G, "a", 0, [T])
+    ctx.heartbeat(G, "b", 0, [T])
+    ctx.fetch(G, "a", 0, [tp(ctx)])
     ctx.logs.produce(T, 0, 2)
     ctx.fetch(G, "a", 1)
-    epoch = ctx.group(G).members["a"].member_epoch
-    ctx.heartbeat(G, "a", -1)
-    assert epoch > 0
-    assert acquired(ctx.fetch(G, "b", 1)) == [(0, 1, 2)]
+    ctx.advance(44_000)
+    ctx.heartbeat(G, "b", ctx.group(G).members["b"].member_epoch)  # b stays
+    ctx.advance(1_000)  # a's session timeout, well before its records' 60 s locks
+    assert "a" not in ctx.group(G).members
+    assert (G, "a") not in ctx.shard.share_sessions
+    assert acquired(ctx.fetch(G, "b", 0, [tp(ctx)])) == [(0, 1, 2)]
 
 
 def test_closing_the_session_acknowledges_then_releases(ctx: ShareGroupContext) -> None:

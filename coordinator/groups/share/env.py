@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -144,8 +145,9 @@ class ShareGroupEnv:
     released: Wakeup = field(default_factory=lambda: Wakeup())
     """Set when records become available again (released, lock expired): share fetches
     waiting for records wake up."""
-    open_sessions: int = 0
-    """Share sessions open on this node (``group.share.max.share.sessions`` bounds it)."""
+    sessions: weakref.WeakSet[Any] = field(default_factory=weakref.WeakSet)
+    """Share sessions open on this node (``group.share.max.share.sessions`` bounds them). The
+    shards hold them; a session goes from here with its shard (a reloaded partition)."""
     _assignors: dict[str, PartitionAssignor] = field(default_factory=dict)
 
     def assignor(self, name: str) -> PartitionAssignor:

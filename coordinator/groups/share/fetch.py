@@ -252,21 +252,21 @@ def _open_session(shard: Any, env: ShareGroupEnv, request: FetchRequest) -> Shar
     if any(p.acks for p in request.partitions):
         raise CoordinatorError(ErrorCode.invalid_request,
                                "Acknowledge data present in the initial share fetch request.")
-    if sessions.pop(key, None) is not None:
-        env.open_sessions -= 1
-    if env.open_sessions >= env.settings.max_share_sessions:
+    sessions.pop(key, None)
+    if len(env.sessions) >= env.settings.max_share_sessions:
         raise CoordinatorError(ErrorCode.share_session_limit_reached,
                                "The limit of share sessions on this node is reached.")
     session = ShareSession(next_epoch(INITIAL_EPOCH))
     session.add((p.topic_id, p.partition) for p in request.partitions)
     sessions[key] = session
-    env.open_sessions += 1
+    env.sessions.add(session)
     return session
 
 
 def close_session(shard: Any, env: ShareGroupEnv, group_id: str, member_id: str) -> None:
-    if shard.share_sessions.pop((group_id, member_id), None) is not None:
-        env.open_sessions -= 1
+    session = shard.share_sessions.pop((group_id, member_id), None)
+    if session is not None:
+        env.sessions.discard(session)
 
 
 def fetch(shard: Any, now_ms: int, env: ShareGroupEnv, request: FetchRequest) -> Result:
@@ -354,6 +354,9 @@ def acknowledge(shard: Any, now_ms: int, env: ShareGroupEnv, request: FetchReque
     epoch (or -1: the session closes after the acknowledgements and the member's records are
     released)."""
     key = (request.group_id, request.member_id)
+    log.debug("share acknowledge", group_id=request.group_id, member_id=request.member_id,
+              share_session_epoch=request.session_epoch,
+              batches=[(str(p.topic_id), p.partition, p.acks) for p in request.partitions])
     if request.session_epoch == INITIAL_EPOCH:
         raise CoordinatorError(ErrorCode.invalid_share_session_epoch,
                                "A share acknowledge request cannot open a share session.")

@@ -24,7 +24,7 @@ from protocol import ErrorCode
 
 from . import records
 from .env import ShareGroupEnv, installed
-from .fetch import release_member_records
+from .fetch import close_session, release_member_records
 from .initialize import initialize_partitions
 from .model import (
     EMPTY,
@@ -174,9 +174,13 @@ def rearm_on_load(shard: Any, now_ms: int) -> None:
 
 # ------------------------------------------------------------------------------ fencing
 def remove_member(shard: Any, env: ShareGroupEnv, group: ShareGroup, member: ShareGroupMember,
-                  now_ms: int, response: Any = None) -> Result:
-    """``member`` leaves or is fenced (Kafka's ``shareGroupFenceMember``): its records go, the
-    group epoch is bumped, and the records it holds acquired are released at once."""
+                  now_ms: int, response: Any = None, *, leaving: bool = False) -> Result:
+    """``member`` leaves or is fenced (Kafka's ``shareGroupFenceMember``): its records go and
+    the group epoch is bumped. The records it holds acquired are released at once, and its
+    share session closed, unless it is ``leaving`` with a share session still open: a client
+    that leaves closes its session itself, with its last acknowledgements (librdkafka sends
+    that ShareAcknowledge and the leave heartbeat at the same time, on two connections), and
+    the session's close releases what is left."""
     gid, mid = group.group_id, member.member_id
     out: list[Record] = records.member_tombstones(gid, mid)
     rest = [m for m in group.members.values() if m.member_id != mid]
@@ -191,9 +195,12 @@ def remove_member(shard: Any, env: ShareGroupEnv, group: ShareGroup, member: Sha
              member_id=mid)
     sensors.record_share_rebalance(gid)
     shard.timers.cancel(session_key(gid, mid))
+    if leaving and (gid, mid) in shard.share_sessions:
+        return Result(out, response)
     settings = group_settings(shard, env, gid)
     released, effect = release_member_records(shard, gid, mid, settings.delivery_count_limit,
                                               now_ms, env)
+    close_session(shard, env, gid, mid)  # a member that is gone fetches no more
     out += released
     return Result(out, response, effect=effect)
 
@@ -208,7 +215,8 @@ def _leave(shard: Any, env: ShareGroupEnv, request: HeartbeatRequest, now_ms: in
     log.info("member leaves the share group", group_id=group.group_id,
              member_id=member.member_id, member_epoch=member.member_epoch)
     return remove_member(shard, env, group, member, now_ms,
-                         HeartbeatResponse(request.member_id, LEAVE_GROUP_MEMBER_EPOCH, 0))
+                         HeartbeatResponse(request.member_id, LEAVE_GROUP_MEMBER_EPOCH, 0),
+                         leaving=True)
 
 
 # ------------------------------------------------------------------------------ heartbeat

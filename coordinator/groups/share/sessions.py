@@ -39,7 +39,7 @@ def next_epoch(epoch: int) -> int:
     return 1 if epoch == MAX_EPOCH else epoch + 1
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, weakref_slot=True, eq=False)
 class ShareSession:
     epoch: int
     """The epoch the member's next request must carry."""
