@@ -249,3 +249,18 @@ def test_a_restart_rebuilds_the_group_and_rearms_its_sessions(ctx: ShareGroupCon
     assert again.heartbeat(G, "a", 2).member_epoch == 2
     again.advance(45_000)
     assert again.group(G).members == {}
+
+
+def test_a_deleted_topic_takes_its_share_state_with_it(ctx: ShareGroupContext) -> None:
+    ctx.create_topic("other", 2)
+    ctx.heartbeat(G, "a", 0, ["orders", "other"])
+    other = ctx.topic_id("other")
+    del ctx.topics.by_name["other"]
+    mark = ctx.mark()
+    ctx.run(lambda shard, now: refresh_subscription_metadata(shard, now, ctx.env, "other"))
+    gone = [(r.key.topic_id, r.key.partition) for r in ctx.tombstones(ShareSnapshotKey,
+                                                                        since=mark)]
+    assert gone == [(other, 0), (other, 1)]
+    assert other not in ctx.group(G).initialized
+    assert all(topic_id != other for topic_id, _ in ctx.shard.share_partitions[G])
+    assert ctx.group(G).group_epoch == 3  # the subscription metadata lost the topic

@@ -25,7 +25,7 @@ from protocol import ErrorCode
 from . import records
 from .env import ShareGroupEnv, installed
 from .fetch import close_session, release_member_records
-from .initialize import initialize_partitions
+from .initialize import forget_deleted_topics, initialize_partitions
 from .model import (
     EMPTY,
     FIRST_GROUP_EPOCH,
@@ -347,11 +347,18 @@ def refresh_subscription_metadata(shard: Any, now_ms: int, env: ShareGroupEnv,
                                   topic_name: str) -> Result:
     """Bump the epoch of every share group subscribed to ``topic_name`` whose subscription
     metadata changed (topic created, deleted, or partitions added); new partitions get their
-    share state at once."""
+    share state at once, and the state of a deleted topic goes (Kafka's
+    ``maybeCleanupShareState``)."""
     out: list[Record] = []
     for group in list(shard.groups.values()):
-        if not isinstance(group, ShareGroup) or topic_name not in _names(
-                group.members.values()):
+        if not isinstance(group, ShareGroup):
+            continue
+        deleted = forget_deleted_topics(group, env)
+        if deleted:
+            out += deleted
+            log.info("share state of a deleted topic removed", group_id=group.group_id,
+                     topic=topic_name)
+        if topic_name not in _names(group.members.values()):
             continue
         metadata = subscription_metadata(_names(group.members.values()), env,
                                          group.subscription_metadata)

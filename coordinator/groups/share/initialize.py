@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
+from typing import Any
 
 from coordinator.runtime.result import Record
 
@@ -40,4 +41,20 @@ def initialize_partitions(group: ShareGroup, metadata: Mapping[str, SubscribedTo
         initialized[topic.topic_id] = (topic.name, have | frozenset(new))
     if out:
         out.append(records.state_partition_metadata(group.group_id, initialized))
+    return out
+
+
+def forget_deleted_topics(group: ShareGroup, env: Any) -> list[Record]:
+    """Tombstones of the share state of the group's initialized topics that no longer exist
+    (``env.topics`` has no topic of that id), and the group's initialized topics without
+    them."""
+    gone = [topic_id for topic_id in group.initialized
+            if env.topics.topic_by_id(topic_id) is None]
+    if not gone:
+        return []
+    out = [state_records.tombstone(group.group_id, topic_id, partition)
+           for topic_id in gone for partition in sorted(group.initialized[topic_id][1])]
+    kept = {topic_id: entry for topic_id, entry in group.initialized.items()
+            if topic_id not in gone}
+    out.append(records.state_partition_metadata(group.group_id, kept))
     return out
