@@ -5,7 +5,8 @@ from __future__ import annotations
 import pyarrow as pa
 
 _GROUP: list[tuple[str, pa.DataType]] = [
-    ("store", pa.string()), ("group_id", pa.string()), ("group_type", pa.string())
+    ("store", pa.string()), ("group_id", pa.string()),
+    ("group_type", pa.string()),  # consumer | share | classic (pipeline.replay.GROUP_TYPES)
 ]
 
 ASSIGNMENT_RUNS = pa.schema([

@@ -10,11 +10,26 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pandas as pd
 
+from pipeline.replay import GROUP_TYPES
+
 MAX_GROUPS = 12  # groups drawn per plot (the busiest)
+TYPE_COLORS = {"consumer": "#4C72B0", "share": "#DD8452", "classic": "#8172B3"}
+Kinds = dict[tuple[str, str], str]  # (store, group_id) -> group type
 
 
-def _label(store: str, group: str, multi_store: bool) -> str:
-    return f"{store}:{group}" if multi_store else group
+def _label(store: str, group: str, multi_store: bool, kinds: Kinds | None = None) -> str:
+    label = f"{store}:{group}" if multi_store else group
+    kind = None if kinds is None else kinds.get((store, group))
+    return label if kind is None else f"{label} ({kind})"
+
+
+def _kinds(runs: pd.DataFrame) -> Kinds | None:
+    """Each group's type, when the runs hold more than one type (for the legends)."""
+    if not len(runs) or runs["group_type"].nunique() < 2:
+        return None
+    last = runs.drop_duplicates(["store", "group_id"], keep="last")
+    return {(s, g): t for s, g, t in zip(last["store"], last["group_id"], last["group_type"],
+                                         strict=True)}
 
 
 def _busiest(df: pd.DataFrame, n: int = MAX_GROUPS) -> list[tuple[str, str]]:
@@ -39,6 +54,7 @@ def assignor_runs(runs: pd.DataFrame, interval_ms: int, path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(10, 5))
     multi = runs["store"].nunique() > 1 if len(runs) else False
     t0 = runs["timestamp"].min() if len(runs) else 0
+    kinds = _kinds(runs)
     drawn = False
     for store, group in _busiest(runs):
         g = runs[(runs["store"] == store) & (runs["group_id"] == group)]
@@ -46,10 +62,10 @@ def assignor_runs(runs: pd.DataFrame, interval_ms: int, path: Path) -> Path:
         if len(g):
             ax.plot((g["timestamp"] - t0) / 1000.0, g["since_previous_ms"].clip(lower=1),
                     marker="o", markersize=3, linestyle="-", linewidth=0.6,
-                    label=_label(store, group, multi))
+                    label=_label(store, group, multi, kinds))
             drawn = True
     ax.axhline(interval_ms, color="red", linestyle="--",
-               label=f"assignment interval {interval_ms} ms")
+               label=f"consumer assignment interval {interval_ms} ms")
     ax.set_yscale("log")
     ax.set_xlabel("time since the first run (s)")
     ax.set_ylabel("time since the group's previous run (ms)")
@@ -65,7 +81,12 @@ def rebalance_durations(rebalances: pd.DataFrame, path: Path) -> Path:
     done = rebalances[(rebalances["status"] == "completed")
                       & rebalances["duration_ms"].notna()]
     if len(done):
-        left.hist(done["duration_ms"], bins=min(50, max(5, len(done) // 4)), color="#4C72B0")
+        # stacked by group type (consumer, share: classic rebalances have no duration)
+        kinds = [t for t in GROUP_TYPES if (done["group_type"] == t).any()]
+        left.hist([done.loc[done["group_type"] == t, "duration_ms"] for t in kinds],
+                  bins=min(50, max(5, len(done) // 4)), stacked=True, label=kinds,
+                  color=[TYPE_COLORS[t] for t in kinds])
+        left.legend(title="group type", fontsize=8)
         durations = done.groupby("group_id")["duration_ms"]
         per = (pd.DataFrame({"p50": durations.quantile(0.5), "p99": durations.quantile(0.99)})
                .sort_values("p99").tail(MAX_GROUPS))
@@ -86,10 +107,12 @@ def partitions_moved(runs: pd.DataFrame, path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(10, 4.5))
     multi = runs["store"].nunique() > 1 if len(runs) else False
     t0 = runs["timestamp"].min() if len(runs) else 0
+    kinds = _kinds(runs)
     for store, group in _busiest(runs):
         g = runs[(runs["store"] == store) & (runs["group_id"] == group)]
         ax.plot((g["timestamp"] - t0) / 1000.0, g["partitions_moved"], marker=".",
-                linestyle="-", linewidth=0.6, label=_label(store, group, multi))
+                linestyle="-", linewidth=0.6,
+                label=_label(store, group, multi, kinds))
     if not len(runs):
         _empty(ax, "no assignment runs")
     ax.set_xlabel("time since the first run (s)")

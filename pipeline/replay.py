@@ -4,29 +4,38 @@ Pure Python, no Spark: :mod:`pipeline.tables` runs :func:`replay_group` once per
 ``applyInArrow``. Rows are plain dicts keyed by the column names of :mod:`pipeline.outputs`.
 
 Definitions:
-- an *assignment run* is a target assignment metadata record (consumer groups) or a classic
-  GroupMetadata record (a generation's assignment, or the group becoming Empty);
-- a partition *moved* if its owner in a run's target differs from its owner in the previous
-  run's target (a partition newly assigned or no longer assigned has not moved);
-- a *rebalance* of a consumer group starts at a group epoch bump and completes when the target
-  of that epoch is computed and every member is Stable at that epoch or later; a newer bump first
-  supersedes it; all members gone first makes it ``empty``. Classic groups' logs hold only the
-  end of each generation, so their rebalances have no start and no duration.
+- an *assignment run* is a target assignment metadata record (consumer and share groups) or a
+  classic GroupMetadata record (a generation's assignment, or the group becoming Empty). A share
+  group's last member leaving writes an empty target with ``Timestamp`` 0 (no assignor ran): a
+  run of 0 members whose time is the record's;
+- a partition *moved* if its owners in a run's target differ from its owners in the previous
+  run's target (a partition newly assigned or no longer assigned has not moved). A consumer or
+  classic group's partition has one owner; a share group's may have several (they share it);
+- a *rebalance* of a consumer or share group starts at a group epoch bump and completes when the
+  target of that epoch is computed and every member is Stable at that epoch or later (a share
+  member is always Stable: it takes its target at once); a newer bump first supersedes it; all
+  members gone first makes it ``empty``. Classic groups' logs hold only the end of each
+  generation, so their rebalances have no start and no duration.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from pipeline.consumer_protocol import decode_assignment, decode_subscription
 
 Row = dict[str, Any]
-Owner = dict[tuple[str, int], str]
+TopicPartition = tuple[str, int]
+Owner = dict[TopicPartition, str]
+Owners = dict[TopicPartition, frozenset[str]]
 
 CONSUMER = "consumer"
+SHARE = "share"
 CLASSIC = "classic"
+GROUP_TYPES = (CONSUMER, SHARE, CLASSIC)
+"""The values of the group tables' ``group_type`` column."""
 STABLE = 0
 
 
@@ -35,8 +44,22 @@ def moved(before: Owner, after: Owner) -> int:
     return sum(1 for tp, owner in after.items() if before.get(tp, owner) != owner)
 
 
-def _owners(assignment: dict[str, list[tuple[str, int]]]) -> Owner:
+def moved_owners(before: Owners, after: Owners) -> int:
+    """Partitions assigned in both targets, to different sets of members (a share group's
+    partition may have several; a consumer group's has one, and this is :func:`moved`)."""
+    return sum(1 for tp, owners in after.items() if before.get(tp, owners) != owners)
+
+
+def _owners(assignment: dict[str, list[TopicPartition]]) -> Owner:
     return {tp: member for member, tps in assignment.items() for tp in tps}
+
+
+def _owner_sets(assignment: dict[str, list[TopicPartition]]) -> Owners:
+    owners: dict[TopicPartition, set[str]] = {}
+    for member, tps in assignment.items():
+        for tp in tps:
+            owners.setdefault(tp, set()).add(member)
+    return {tp: frozenset(members) for tp, members in owners.items()}
 
 
 def _flatten(topic_partitions: Iterable[dict[str, Any]] | None) -> list[tuple[str, int]]:
@@ -59,12 +82,22 @@ class _Rebalance:
 
 
 class _ConsumerReplay:
+    """A KIP-848 consumer group's records; :class:`_ShareReplay` reuses it for share groups,
+    whose records play the same roles under ``ShareGroup`` names."""
+
+    GROUP_TYPE: ClassVar[str] = CONSUMER
+    METADATA: ClassVar[str] = "ConsumerGroupMetadata"
+    MEMBER_METADATA: ClassVar[str] = "ConsumerGroupMemberMetadata"
+    CURRENT_ASSIGNMENT: ClassVar[str] = "ConsumerGroupCurrentMemberAssignment"
+    TARGET_MEMBER: ClassVar[str] = "ConsumerGroupTargetAssignmentMember"
+    TARGET_METADATA: ClassVar[str] = "ConsumerGroupTargetAssignmentMetadata"
+
     def __init__(self, store: str, group_id: str, out: GroupTables) -> None:
-        self.base = {"store": store, "group_id": group_id, "group_type": CONSUMER}
+        self.base = {"store": store, "group_id": group_id, "group_type": self.GROUP_TYPE}
         self.out = out
         self.epoch: int | None = None
-        self.target: dict[str, list[tuple[str, int]]] = {}
-        self.previous_owner: Owner | None = None
+        self.target: dict[str, list[TopicPartition]] = {}
+        self.previous_owner: Owners | None = None
         self.previous_run_ms: int | None = None
         self.bump_ms: int | None = None
         self.members: dict[str, list[str]] = {}  # member -> subscribed topics
@@ -110,7 +143,7 @@ class _ConsumerReplay:
         self.last_ms = now
         member = row["member_id"]
         tomb = row["tombstone"]
-        if kind == "ConsumerGroupMetadata":
+        if kind == self.METADATA:
             if tomb:
                 for m in list(self.members):
                     self._event(m, "left", None, row)
@@ -125,7 +158,7 @@ class _ConsumerReplay:
                 self.open = _Rebalance(epoch, now)
                 self.bump_ms = now
             self.epoch = epoch
-        elif kind == "ConsumerGroupMemberMetadata":
+        elif kind == self.MEMBER_METADATA:
             if tomb:
                 if self.members.pop(member, None) is not None:
                     self._event(member, "left", None, row)
@@ -134,7 +167,7 @@ class _ConsumerReplay:
                 if member not in self.members:
                     self._event(member, "joined", None, row)
                 self.members[member] = list(row["subscribed_topics"] or ())
-        elif kind == "ConsumerGroupCurrentMemberAssignment":
+        elif kind == self.CURRENT_ASSIGNMENT:
             if tomb:
                 self.member_epoch.pop(member, None)
             else:
@@ -143,19 +176,19 @@ class _ConsumerReplay:
                 if before is None or before[0] != epoch:
                     self._event(member, "epoch", epoch, row)
                 self.member_epoch[member] = (epoch, row["member_state"])
-        elif kind == "ConsumerGroupTargetAssignmentMember":
+        elif kind == self.TARGET_MEMBER:
             if tomb:
                 self.target.pop(member, None)
             else:
                 self.target[member] = _flatten(row["partitions"])
-        elif kind == "ConsumerGroupTargetAssignmentMetadata" and not tomb:
+        elif kind == self.TARGET_METADATA and not tomb:
             self._run(row)
         self._check(now)
 
     def _run(self, row: Row) -> None:
         epoch = row["epoch"]
         finished = row["assignment_timestamp"] or row["timestamp"]
-        owners = _owners(self.target)
+        owners = _owner_sets(self.target)
         self.out.runs.append({
             **self.base, "partition": row["partition"], "offset": row["offset"],
             "epoch": epoch, "timestamp": finished, "record_timestamp": row["timestamp"],
@@ -164,7 +197,7 @@ class _ConsumerReplay:
             "epoch_bump_ms": self.bump_ms,
             "members": len(self.target), "partitions": len(owners),
             "partitions_moved": 0 if self.previous_owner is None
-            else moved(self.previous_owner, owners)})
+            else moved_owners(self.previous_owner, owners)})
         self.previous_owner = owners
         self.previous_run_ms = finished
         self.target_epoch = epoch
@@ -178,7 +211,19 @@ class _ConsumerReplay:
                                ("empty" if not self.members else "live"),
                                "state_timestamp": self.last_ms, "epoch": self.epoch,
                                "members": len(self.members), "subscribed_topics": topics,
-                               "protocol_type": CONSUMER})
+                               "protocol_type": self.GROUP_TYPE})
+
+
+class _ShareReplay(_ConsumerReplay):
+    """A KIP-932 share group: members take their target at once (always Stable), a partition
+    may be assigned to several members, and the group has no committed offsets."""
+
+    GROUP_TYPE: ClassVar[str] = SHARE
+    METADATA: ClassVar[str] = "ShareGroupMetadata"
+    MEMBER_METADATA: ClassVar[str] = "ShareGroupMemberMetadata"
+    CURRENT_ASSIGNMENT: ClassVar[str] = "ShareGroupCurrentMemberAssignment"
+    TARGET_MEMBER: ClassVar[str] = "ShareGroupTargetAssignmentMember"
+    TARGET_METADATA: ClassVar[str] = "ShareGroupTargetAssignmentMetadata"
 
 
 class _ClassicReplay:
@@ -263,6 +308,7 @@ def replay_group(store: str, group_id: str, rows: Iterable[Row]) -> GroupTables:
     """The rows of every group table for one group; ``rows`` in log order."""
     out = GroupTables()
     consumer: _ConsumerReplay | None = None
+    share: _ShareReplay | None = None
     classic: _ClassicReplay | None = None
     for row in rows:
         kind = row["type"]
@@ -274,7 +320,11 @@ def replay_group(store: str, group_id: str, rows: Iterable[Row]) -> GroupTables:
             if consumer is None:
                 consumer = _ConsumerReplay(store, group_id, out)
             consumer.apply(row)
-    for replay in (consumer, classic):
+        elif kind.startswith("ShareGroup"):
+            if share is None:
+                share = _ShareReplay(store, group_id, out)
+            share.apply(row)
+    for replay in (consumer, share, classic):
         if replay is not None:
             replay.finish()
     return out

@@ -12,6 +12,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipeline import plots
+from pipeline.replay import GROUP_TYPES
 
 if TYPE_CHECKING:
     from pipeline.job import JobOptions
@@ -65,6 +66,10 @@ def write_report(spark: SparkSession, out: Path, per_minute: DataFrame,
         "commit_rates.png": plots.commit_rates(minutes, out / "commit_rates.png"),
     }
     stores = ", ".join(html.escape(d) for d in options.log_dirs)
+    by_type = summary["group_type"].value_counts() if len(summary) else pd.Series(dtype=int)
+    types = ", ".join(f"{int(by_type[t])} {t}" for t in (*GROUP_TYPES, "none")
+                      if by_type.get(t, 0))
+    groups = f"{len(summary)} groups" + (f" ({types})" if types else "")
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'>",
         "<title>Coordinator rebalance report</title><style>",
@@ -74,7 +79,7 @@ def write_report(spark: SparkSession, out: Path, per_minute: DataFrame,
         "img{max-width:100%;border:1px solid #eee;margin:8px 0}</style></head><body>",
         "<h1>Coordinator rebalance report</h1>",
         f"<p>Stores: {stores}. Generated {time.strftime('%Y-%m-%d %H:%M:%S')}. "
-        f"{len(summary)} groups, {len(runs):,} assignor runs, "
+        f"{groups}, {len(runs):,} assignor runs, "
         f"{int((rebalances['status'] == 'completed').sum()) if len(rebalances) else 0:,} "
         f"completed rebalances. Offsets retention: {options.retention_minutes} min.</p>",
         "<h2>Groups</h2>", _table(_ms_columns_to_time(summary), 200),

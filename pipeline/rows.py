@@ -9,6 +9,7 @@ its offset).
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -28,9 +29,21 @@ _NAMES[0] = RECORD_TYPES[1].name  # legacy offset commit key version
 UNDECODABLE = "Undecodable"
 
 
+_TOPIC_IDS: dict[uuid.UUID, str] = {}
+"""Topic id -> Kafka's string form, memoized: a store has few topics and many assignments."""
+
+
+def _topic_id(topic_id: uuid.UUID) -> str:
+    if len(_TOPIC_IDS) >= 65_536:
+        _TOPIC_IDS.clear()
+    text = _TOPIC_IDS[topic_id] = kafka_uuid_str(topic_id)
+    return text
+
+
 def _tps(tps: Iterable[Any]) -> list[dict[str, Any]]:
-    return [{"topic_id": kafka_uuid_str(tp.topic_id), "partitions": list(tp.partitions)}
-            for tp in tps]
+    ids = _TOPIC_IDS
+    return [{"topic_id": ids.get(tp.topic_id) or _topic_id(tp.topic_id),
+             "partitions": tp.partitions} for tp in tps]
 
 
 OFFSET_COMMIT = ("group_id", "commit_topic", "commit_partition", "commit_offset",
@@ -122,6 +135,33 @@ def _current_assignment(key: Any, value: Any) -> Fields:
             _tps(value.partitions_pending_revocation))
 
 
+SHARE_MEMBER_METADATA = ("group_id", "member_id", "subscribed_topics", "client_id")
+
+
+def _share_member_metadata(key: Any, value: Any) -> Fields:
+    if value is None:
+        return key.group_id, key.member_id, None, None
+    return key.group_id, key.member_id, list(value.subscribed_topic_names), value.client_id
+
+
+SHARE_CURRENT_ASSIGNMENT = ("group_id", "member_id", "epoch", "previous_epoch", "member_state",
+                            "partitions")
+
+
+def _share_current_assignment(key: Any, value: Any) -> Fields:
+    if value is None:
+        return key.group_id, key.member_id, None, None, None, None
+    return (key.group_id, key.member_id, value.member_epoch, value.previous_member_epoch,
+            value.state, _tps(value.assigned_partitions))
+
+
+GROUP_ONLY = ("group_id",)
+
+
+def _group_only(key: Any, value: Any) -> Fields:
+    return (key.group_id,)
+
+
 TOPIC_METADATA = ("topics",)
 
 
@@ -149,11 +189,19 @@ def _table() -> dict[int, tuple[tuple[str, ...], Filler]]:
         "OffsetCommit": (OFFSET_COMMIT, _offset_commit),
         "GroupMetadata": (GROUP_METADATA, _group_metadata),
         "TopicMetadata": (TOPIC_METADATA, _topic_metadata),
-        "ConsumerGroupPartitionMetadata": (PARTITION_METADATA, _partition_metadata),
         "ConsumerGroupMemberMetadata": (MEMBER_METADATA, _member_metadata),
-        "ConsumerGroupTargetAssignmentMember": (TARGET_MEMBER, _target_member),
         "ConsumerGroupCurrentMemberAssignment": (CURRENT_ASSIGNMENT, _current_assignment),
+        "ShareGroupMemberMetadata": (SHARE_MEMBER_METADATA, _share_member_metadata),
+        "ShareGroupCurrentMemberAssignment": (SHARE_CURRENT_ASSIGNMENT,
+                                              _share_current_assignment),
+        # share-partition state: only its group here (no member in the key)
+        "ShareGroupStatePartitionMetadata": (GROUP_ONLY, _group_only),
+        "ShareSnapshot": (GROUP_ONLY, _group_only),
+        "ShareUpdate": (GROUP_ONLY, _group_only),
     }
+    for prefix in ("ConsumerGroup", "ShareGroup"):
+        by_name[f"{prefix}PartitionMetadata"] = (PARTITION_METADATA, _partition_metadata)
+        by_name[f"{prefix}TargetAssignmentMember"] = (TARGET_MEMBER, _target_member)
     for prefix in ("ConsumerGroup", "ShareGroup", "StreamsGroup"):
         by_name[f"{prefix}Metadata"] = (GROUP_EPOCH, _group_epoch)
         by_name[f"{prefix}TargetAssignmentMetadata"] = (TARGET_METADATA, _target_metadata)

@@ -23,6 +23,11 @@ GROUP_RECORD_TYPES = (
     "ConsumerGroupTargetAssignmentMetadata",
     "ConsumerGroupTargetAssignmentMember",
     "ConsumerGroupCurrentMemberAssignment",
+    "ShareGroupMetadata",
+    "ShareGroupMemberMetadata",
+    "ShareGroupTargetAssignmentMetadata",
+    "ShareGroupTargetAssignmentMember",
+    "ShareGroupCurrentMemberAssignment",
 )
 GROUP_COLUMNS = ("store", "group_id", "partition", "offset", "timestamp", "type", "tombstone",
                  "member_id", "epoch", "member_state", "assignment_timestamp", "partitions",

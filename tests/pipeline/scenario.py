@@ -1,18 +1,24 @@
 """Drive the real server with real clients: a classic group, a consumer-protocol group scaling
-up and down, and plain offset commits. Used by ``test_scenario.py``."""
+up and down, a share group (KIP-932) scaling up and down while it consumes, and plain offset
+commits. Used by ``test_scenario.py``."""
 
 from __future__ import annotations
 
+import socket
+import struct
 import threading
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, Producer, ShareConsumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaConsumer
 from kafka import TopicPartition as KTopicPartition
 from kafka.structs import OffsetAndMetadata
+from kio.schema.share_group_describe.v1.request import ShareGroupDescribeRequest
 
+import protocol
 from tests.harness import wait_until
 
 OVERRIDES = {
@@ -21,12 +27,19 @@ OVERRIDES = {
     "group.consumer.heartbeat.interval.ms": "300",
     "group.consumer.min.heartbeat.interval.ms": "100",
     "group.consumer.assignment.interval.ms": "0",
+    "group.share.session.timeout.ms": "6000",
+    "group.share.min.session.timeout.ms": "1000",
+    "group.share.heartbeat.interval.ms": "300",
+    "group.share.min.heartbeat.interval.ms": "100",
+    "group.share.assignment.interval.ms": "0",
     "group.initial.rebalance.delay.ms": "0",
 }
 CLASSIC_GROUP = "classic-app"
 CONSUMER_GROUP = "scaling-app"
+SHARE_GROUP = "queue-app"
 COMMIT_GROUP = "committer"
 PARTITIONS = 6
+SHARE_RECORDS = 60  # produced once the share group has 3 members, all consumed
 
 
 @dataclass
@@ -128,6 +141,98 @@ def consumer_group(bootstrap: str, topic: str) -> None:
         wait_until(lambda: _settled(members), 30, message="consumer group to scale down")
     members[0].commit(7)
     members[0].close()
+
+
+@dataclass
+class ShareMember:
+    """A confluent-kafka share consumer, created, polled and closed on its own thread (it is
+    not thread-safe); records are acknowledged implicitly by the next poll."""
+
+    conf: dict[str, Any]
+    topic: str
+    received: int = 0
+    stop: threading.Event = field(default_factory=threading.Event)
+
+    def start(self) -> ShareMember:
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+        return self
+
+    def _run(self) -> None:
+        consumer = ShareConsumer({**self.conf, "log_level": 0})
+        consumer.subscribe([self.topic])
+        try:
+            while not self.stop.is_set():
+                self.received += sum(1 for m in consumer.poll(0.05) if m.error() is None)
+        finally:
+            consumer.close()  # acknowledges the last poll's records and leaves the group
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(20)
+
+
+def describe_share_group(bootstrap: str, group_id: str) -> Any:
+    """ShareGroupDescribe v1 of one group, sent raw (confluent-kafka's AdminClient has no
+    share group describe)."""
+    request = protocol.make(ShareGroupDescribeRequest, group_ids=(group_id,),
+                            include_authorized_operations=False)
+    host, port = bootstrap.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=5) as sock:
+        sock.sendall(protocol.encode_request(request, 1, "scenario"))
+        size = struct.unpack(">i", _read(sock, 4))[0]
+        _, response = protocol.decode_response(
+            protocol.schema(protocol.ApiKey.SHARE_GROUP_DESCRIBE, 1), _read(sock, size))
+    (group,) = response.groups
+    return group
+
+
+def _read(sock: socket.socket, size: int) -> bytes:
+    data = b""
+    while len(data) < size:
+        chunk = sock.recv(size - len(data))
+        if not chunk:
+            raise ConnectionError("the server closed the connection")
+        data += chunk
+    return data
+
+
+def _share_settled(bootstrap: str, members: int) -> bool:
+    """``members`` members, all at the epoch of a target computed for the current group epoch,
+    every partition assigned and every member with some."""
+    group = describe_share_group(bootstrap, SHARE_GROUP)
+    if group.error_code != 0 or len(group.members) != members:
+        return False
+    if group.assignment_epoch != group.group_epoch:
+        return False
+    owned = [{p for tp in m.assignment.topic_partitions for p in tp.partitions}
+             for m in group.members]
+    return (all(m.member_epoch == group.assignment_epoch for m in group.members)
+            and all(owned) and len(set().union(*owned)) == PARTITIONS)
+
+
+def share_group(bootstrap: str, topic: str) -> None:
+    """A share group scaling 1 -> 3 members, consuming ``SHARE_RECORDS`` records between them
+    (share-partition state records), then 3 -> 1, then the last leaves."""
+    conf = {"bootstrap.servers": bootstrap, "group.id": SHARE_GROUP}
+    members: list[ShareMember] = []
+    for n in range(1, 4):
+        members.append(ShareMember(conf, topic).start())
+        wait_until(partial(_share_settled, bootstrap, n), 30, interval=0.1,
+                   message="share group to scale up")
+    producer = Producer({"bootstrap.servers": bootstrap, "log_level": 0})
+    for i in range(SHARE_RECORDS):
+        producer.produce(topic, value=b"job-%d" % i, partition=i % PARTITIONS)
+    assert producer.flush(15) == 0
+    wait_until(lambda: sum(m.received for m in members) >= SHARE_RECORDS, 30,
+               message="share group to consume the records")
+    for n in (2, 1):
+        members.pop(0).close()
+        wait_until(partial(_share_settled, bootstrap, n), 30, interval=0.1,
+                   message="share group to scale down")
+    members[0].close()
+    wait_until(lambda: not describe_share_group(bootstrap, SHARE_GROUP).members, 30,
+               interval=0.1, message="share group to be empty")
 
 
 def plain_commits(bootstrap: str, topic: str) -> None:

@@ -2,15 +2,41 @@
 
 from __future__ import annotations
 
+import uuid
 from collections import Counter
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 from pipeline.rows import record_batches
 from pipeline.schema import ARROW_SCHEMA
 from pipeline.segments import list_segments, read_segment
 from pipeline.synthetic import write_store
+from storage.codec import kafka_uuid_str
 from storage.dump import dump
+from storage.records import (
+    ShareGroupCurrentMemberAssignmentKey,
+    ShareGroupCurrentMemberAssignmentValue,
+    ShareGroupMemberMetadataKey,
+    ShareGroupMemberMetadataValue,
+    ShareGroupMetadataKey,
+    ShareGroupMetadataValue,
+    ShareGroupPartitionMetadataKey,
+    ShareGroupPartitionMetadataValue,
+    ShareGroupStatePartitionMetadataKey,
+    ShareGroupStatePartitionMetadataValue,
+    ShareGroupTargetAssignmentMemberKey,
+    ShareGroupTargetAssignmentMemberValue,
+    ShareGroupTargetAssignmentMetadataKey,
+    ShareGroupTargetAssignmentMetadataValue,
+    ShareSnapshotKey,
+    ShareSnapshotValue,
+    ShareStateBatch,
+    ShareUpdateKey,
+    ShareUpdateValue,
+    TopicMetadata,
+    TopicPartitions,
+    encode_record,
+)
 
 
 def test_many_batches_lose_no_record(tmp_path: Path) -> None:
@@ -40,3 +66,63 @@ def test_undecodable_record_gets_a_row(tmp_path: Path) -> None:
     assert [r["type"] for r in rows] == ["Undecodable", "Undecodable"]
     assert all(r["error"] for r in rows)
     assert [r["tombstone"] for r in rows] == [False, True]
+
+
+def test_share_group_records_fill_their_columns() -> None:
+    """Share group records (the real record classes) fill the columns their consumer group
+    counterparts fill; the share-partition state records carry their group."""
+    topic = uuid.UUID(int=42)
+    tps = (TopicPartitions(topic_id=topic, partitions=(0, 2)),)
+    g, m = "q", "member-1"
+    pairs: list[tuple[Any, Any]] = [
+        (ShareGroupMemberMetadataKey(group_id=g, member_id=m), ShareGroupMemberMetadataValue(
+            client_id="c1", client_host="/h", subscribed_topic_names=("jobs",))),
+        (ShareGroupMetadataKey(group_id=g), ShareGroupMetadataValue(epoch=2)),
+        (ShareGroupPartitionMetadataKey(group_id=g), ShareGroupPartitionMetadataValue(
+            topics=(TopicMetadata(topic_id=topic, topic_name="jobs", num_partitions=3),))),
+        (ShareGroupTargetAssignmentMemberKey(group_id=g, member_id=m),
+         ShareGroupTargetAssignmentMemberValue(topic_partitions=tps)),
+        (ShareGroupTargetAssignmentMetadataKey(group_id=g),
+         ShareGroupTargetAssignmentMetadataValue(assignment_epoch=2, timestamp=1234)),
+        (ShareGroupCurrentMemberAssignmentKey(group_id=g, member_id=m),
+         ShareGroupCurrentMemberAssignmentValue(member_epoch=2, previous_member_epoch=1,
+                                                state=0, assigned_partitions=tps)),
+        (ShareGroupStatePartitionMetadataKey(group_id=g), ShareGroupStatePartitionMetadataValue()),
+        (ShareSnapshotKey(group_id=g, topic_id=topic, partition=0), ShareSnapshotValue(
+            snapshot_epoch=0, state_epoch=2, leader_epoch=0, start_offset=5,
+            create_timestamp=1, write_timestamp=1)),
+        (ShareUpdateKey(group_id=g, topic_id=topic, partition=0), ShareUpdateValue(
+            snapshot_epoch=0, leader_epoch=0, start_offset=-1, state_batches=(
+                ShareStateBatch(first_offset=5, last_offset=9, delivery_state=2,
+                                delivery_count=1),))),
+        (ShareGroupCurrentMemberAssignmentKey(group_id=g, member_id=m), None),
+        (ShareGroupMemberMetadataKey(group_id=g, member_id=m), None),
+    ]
+    records = [(i, 100 + i, *encode_record(k, v)) for i, (k, v) in enumerate(pairs)]
+    (batch,) = list(record_batches("s", "__consumer_offsets", 3, records))
+    assert batch.schema == ARROW_SCHEMA
+    rows = {r["offset"]: r for r in batch.to_pylist()}
+    assert [rows[i]["type"] for i in range(len(pairs))] == [
+        "ShareGroupMemberMetadata", "ShareGroupMetadata", "ShareGroupPartitionMetadata",
+        "ShareGroupTargetAssignmentMember", "ShareGroupTargetAssignmentMetadata",
+        "ShareGroupCurrentMemberAssignment", "ShareGroupStatePartitionMetadata",
+        "ShareSnapshot", "ShareUpdate", "ShareGroupCurrentMemberAssignment",
+        "ShareGroupMemberMetadata"]
+    assert all(r["group_id"] == g for r in rows.values())
+    parts = [{"topic_id": kafka_uuid_str(topic), "partitions": [0, 2]}]
+    member = rows[0]
+    assert (member["member_id"], member["subscribed_topics"], member["client_id"]) == (
+        m, ["jobs"], "c1")
+    assert rows[1]["epoch"] == 2
+    assert rows[2]["topics"] == [{"topic_id": kafka_uuid_str(topic), "topic_name": "jobs",
+                                  "num_partitions": 3}]
+    assert (rows[3]["member_id"], rows[3]["partitions"]) == (m, parts)
+    assert (rows[4]["epoch"], rows[4]["assignment_timestamp"]) == (2, 1234)
+    current = rows[5]
+    assert (current["member_id"], current["epoch"], current["previous_epoch"],
+            current["member_state"], current["partitions"], current["pending_partitions"]) == (
+        m, 2, 1, 0, parts, None)
+    assert all(rows[i]["member_id"] is None for i in (6, 7, 8))
+    for i in (9, 10):
+        assert rows[i]["tombstone"] and rows[i]["member_id"] == m and rows[i]["epoch"] is None
+        assert rows[i]["subscribed_topics"] is None and rows[i]["partitions"] is None

@@ -11,6 +11,7 @@ import subprocess
 import sys
 from collections import defaultdict
 from collections.abc import Iterator
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -32,8 +33,10 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     try:
         scenario.create_topic(server.bootstrap, "orders")
         scenario.create_topic(server.bootstrap, "events")
+        scenario.create_topic(server.bootstrap, "jobs")
         scenario.classic_group(server.bootstrap, "orders")
         scenario.consumer_group(server.bootstrap, "events")
+        scenario.share_group(server.bootstrap, "jobs")
         scenario.plain_commits(server.bootstrap, "orders")
     finally:
         server.stop()
@@ -78,16 +81,17 @@ def _classic_owners(members: list[dict[str, Any]]) -> dict[tuple[str, int], str]
     return owners
 
 
-def _moved(before: dict[Any, str] | None, after: dict[Any, str]) -> int:
+def _moved(before: dict[Any, Any] | None, after: dict[Any, Any]) -> int:
     if before is None:
         return 0
     return len([tp for tp in after if tp in before and before[tp] != after[tp]])
 
 
 def expected_runs(dumped: list[dict[str, Any]]) -> dict[str, list[tuple[int, int, int]]]:
-    """Per group: (epoch, members, partitions moved) of every assignment run, in log order."""
+    """Per group: (epoch, members, partitions moved) of every assignment run, in log order. A
+    share group's partition may have several owners: it moved if its set of owners changed."""
     runs: dict[str, list[tuple[int, int, int]]] = defaultdict(list)
-    previous: dict[str, dict[Any, str] | None] = defaultdict(lambda: None)
+    previous: dict[str, dict[Any, Any] | None] = defaultdict(lambda: None)
     targets: dict[str, dict[str, list[Any]]] = defaultdict(dict)
     for r in sorted(dumped, key=lambda r: (r["partition"], r["offset"])):
         kind, key, value = r["type"], r["key"], r["value"]
@@ -96,41 +100,81 @@ def expected_runs(dumped: list[dict[str, Any]]) -> dict[str, list[tuple[int, int
             runs[key["group"]].append((value["generation"], len(value["members"]),
                                        _moved(previous[key["group"]], owners)))
             previous[key["group"]] = owners
-        elif kind == "ConsumerGroupTargetAssignmentMember":
+        elif kind in ("ConsumerGroupTargetAssignmentMember", "ShareGroupTargetAssignmentMember"):
             if value is None:
                 targets[key["GroupId"]].pop(key["MemberId"], None)
             else:
                 targets[key["GroupId"]][key["MemberId"]] = [
                     (t["TopicId"], p) for t in value["TopicPartitions"] for p in t["Partitions"]]
-        elif kind == "ConsumerGroupTargetAssignmentMetadata" and value is not None:
+        elif kind in ("ConsumerGroupTargetAssignmentMetadata",
+                      "ShareGroupTargetAssignmentMetadata") and value is not None:
             gid = key["GroupId"]
-            owners = {tp: m for m, tps in targets[gid].items() for tp in tps}
+            sets: dict[Any, set[str]] = defaultdict(set)
+            for m, tps in targets[gid].items():
+                for tp in tps:
+                    sets[tp].add(m)
             runs[gid].append((value["AssignmentEpoch"], len(targets[gid]),
-                              _moved(previous[gid], owners)))
-            previous[gid] = owners
+                              _moved(previous[gid], sets)))
+            previous[gid] = dict(sets)
     return dict(runs)
+
+
+def share_records(dumped: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    """The scenario's share group's records of one type, in log order."""
+    return sorted((r for r in dumped if r["type"] == kind
+                   and r["key"]["GroupId"] == scenario.SHARE_GROUP),
+                  key=lambda r: (r["partition"], r["offset"]))
 
 
 # --- the checks ------------------------------------------------------------------------------
 
 def test_every_record_is_read(job: tuple[JobResult, Path], dumped: list[dict[str, Any]]) -> None:
-    topics = 2  # TopicMetadata records in __cluster_metadata-0
+    topics = 3  # TopicMetadata records in __cluster_metadata-0
     assert job[0].records == len(dumped) + topics
+    # the share group consumed: share-partition state records are read too
+    assert {"ShareSnapshot", "ShareUpdate"} <= {r["type"] for r in dumped}
 
 
 def test_assignment_runs_match_the_dump(job: tuple[JobResult, Path],
                                         dumped: list[dict[str, Any]]) -> None:
     expected = expected_runs(dumped)
-    assert set(expected) == {scenario.CLASSIC_GROUP, scenario.CONSUMER_GROUP}
+    assert set(expected) == {scenario.CLASSIC_GROUP, scenario.CONSUMER_GROUP,
+                             scenario.SHARE_GROUP}
     runs = table(job, "assignment_runs").sort_values(["group_id", "partition", "offset"])
     got = {gid: [(int(r["epoch"]), int(r["members"]), int(r["partitions_moved"]))
                  for r in g.to_dict("records")] for gid, g in runs.groupby("group_id")}
     assert got == expected
-    # the scenario's own shape: 3 classic members then one leaves; the consumer group 1..3..1
+    # the scenario's own shape: 3 classic members then one leaves; the consumer and share
+    # groups 1..3..1 (the share group's last leave writes an empty target)
     classic = expected[scenario.CLASSIC_GROUP]
     assert max(m for _, m, _ in classic) == 3
-    assert max(m for _, m, _ in expected[scenario.CONSUMER_GROUP]) == 3
-    assert sum(moved for _, _, moved in expected[scenario.CONSUMER_GROUP]) > 0
+    for group in (scenario.CONSUMER_GROUP, scenario.SHARE_GROUP):
+        assert max(m for _, m, _ in expected[group]) == 3, group
+        assert sum(moved for _, _, moved in expected[group]) > 0, group
+    assert expected[scenario.SHARE_GROUP][-1][1] == 0
+    types = runs.groupby("group_id")["group_type"].unique().map(list).to_dict()
+    assert types == {scenario.CLASSIC_GROUP: ["classic"], scenario.CONSUMER_GROUP: ["consumer"],
+                     scenario.SHARE_GROUP: ["share"]}
+
+
+def test_share_runs_have_the_target_epoch_and_timestamp(job: tuple[JobResult, Path],
+                                                        dumped: list[dict[str, Any]]) -> None:
+    targets = share_records(dumped, "ShareGroupTargetAssignmentMetadata")
+    runs = table(job, "assignment_runs")
+    runs = runs[runs.group_id == scenario.SHARE_GROUP].sort_values(["partition", "offset"])
+    assert list(runs.offset) == [r["offset"] for r in targets]
+    assert list(runs.epoch) == [r["value"]["AssignmentEpoch"] for r in targets]
+    # the run finished at the record's Timestamp; 0 (no assignor ran: the group emptied) falls
+    # back to the record's own time
+    assert list(runs.timestamp) == [r["value"]["Timestamp"] or r["timestamp"] for r in targets]
+    assert list(runs.record_timestamp) == [r["timestamp"] for r in targets]
+    assert targets[-1]["value"]["Timestamp"] == 0
+    bumps = {r["value"]["Epoch"]: r["timestamp"]
+             for r in share_records(dumped, "ShareGroupMetadata")}
+    assert list(runs.epoch_bump_ms) == [bumps[e] for e in runs.epoch]
+    finished = runs.timestamp.tolist()
+    gaps = [None, *(b - a for a, b in pairwise(finished))]
+    assert [None if pd.isna(v) else int(v) for v in runs.since_previous_ms] == gaps
 
 
 def test_epochs_and_group_records(job: tuple[JobResult, Path],
@@ -155,9 +199,32 @@ def test_epochs_and_group_records(job: tuple[JobResult, Path],
     assert summary["p99_rebalance_ms"][scenario.CONSUMER_GROUP] >= 0
 
 
+def test_share_rebalances_and_summary(job: tuple[JobResult, Path],
+                                      dumped: list[dict[str, Any]]) -> None:
+    epochs = [r["value"]["Epoch"] for r in share_records(dumped, "ShareGroupMetadata")]
+    rebalances = table(job, "rebalances")
+    share = rebalances[rebalances.group_id == scenario.SHARE_GROUP]
+    assert set(share.group_type) == {"share"}
+    assert sorted(share.epoch) == sorted(set(epochs))
+    # each scaling step settled (every member at the new target) before the next one
+    done = share[share.status == "completed"]
+    assert len(done) == len(epochs) - 1
+    assert (done.duration_ms >= 0).all()
+    assert (done.completed_ms >= done.target_ms).all()
+    assert share.sort_values("epoch").status.iloc[-1] == "empty"  # the last member left
+    summary = table(job, "group_summary").set_index("group_id")
+    row = summary.loc[scenario.SHARE_GROUP]
+    assert row["group_type"] == "share" and row["state"] == "empty"
+    assert row["members_now"] == 0 and row["epoch_now"] == max(epochs)
+    assert row["runs"] == len(share_records(dumped, "ShareGroupTargetAssignmentMetadata"))
+    assert row["rebalances"] == len(set(epochs))
+    assert row["rebalances_completed"] == len(done)
+    assert pd.isna(row["offsets"])  # share groups commit no offsets
+
+
 def test_member_timeline(job: tuple[JobResult, Path], dumped: list[dict[str, Any]]) -> None:
     timeline = table(job, "member_timeline")
-    for group in (scenario.CLASSIC_GROUP, scenario.CONSUMER_GROUP):
+    for group in (scenario.CLASSIC_GROUP, scenario.CONSUMER_GROUP, scenario.SHARE_GROUP):
         events = timeline[timeline.group_id == group]
         joined = set(events[events.event == "joined"].member_id)
         left = set(events[events.event == "left"].member_id)
@@ -169,6 +236,40 @@ def test_member_timeline(job: tuple[JobResult, Path], dumped: list[dict[str, Any
     members = {r["key"]["MemberId"] for r in dumped if r["type"] == "ConsumerGroupMemberMetadata"}
     consumer = timeline[timeline.group_id == scenario.CONSUMER_GROUP]
     assert set(consumer.member_id) == members
+    assert set(consumer.group_type) == {"consumer"}
+
+
+def test_share_member_timeline(job: tuple[JobResult, Path],
+                               dumped: list[dict[str, Any]]) -> None:
+    """Joins and leaves are the member metadata records and their tombstones; an epoch event
+    is each change of a member's epoch in its current assignment records."""
+    expected: list[tuple[str, str, int | None, int]] = []
+    last: dict[str, int] = {}
+    for r in sorted((r for r in dumped if r["type"].startswith("ShareGroup")
+                     and r["key"]["GroupId"] == scenario.SHARE_GROUP),
+                    key=lambda r: (r["partition"], r["offset"])):
+        member = r["key"].get("MemberId")
+        if r["type"] == "ShareGroupMemberMetadata":
+            if r["value"] is None:
+                expected.append((member, "left", None, r["offset"]))
+                last.pop(member, None)
+            elif member not in last:
+                expected.append((member, "joined", None, r["offset"]))
+                last[member] = -1
+        elif r["type"] == "ShareGroupCurrentMemberAssignment" and r["value"] is not None:
+            epoch = r["value"]["MemberEpoch"]
+            if last.get(member) != epoch:
+                expected.append((member, "epoch", epoch, r["offset"]))
+                last[member] = epoch
+    timeline = table(job, "member_timeline")
+    share = timeline[timeline.group_id == scenario.SHARE_GROUP].sort_values(["offset", "event"])
+    assert set(share.group_type) == {"share"}
+    got = [(r["member_id"], r["event"], None if pd.isna(r["epoch"]) else int(r["epoch"]),
+            int(r["offset"])) for r in share.to_dict("records")]
+    assert sorted(got, key=lambda e: (e[3], e[1])) == sorted(expected,
+                                                             key=lambda e: (e[3], e[1]))
+    assert len({m for m, event, _, _ in got if event == "joined"}) == 3
+    assert sum(1 for _, event, _, _ in got if event == "epoch") >= 6
 
 
 def test_offset_commits_and_expiration(job: tuple[JobResult, Path],
@@ -210,3 +311,5 @@ def test_report_and_pngs(job: tuple[JobResult, Path]) -> None:
         assert data.rstrip(b"\x00").endswith(b"IEND\xaeB`\x82"), png
         assert f"src='{png.name}'" in report
     assert scenario.CONSUMER_GROUP in report and scenario.CLASSIC_GROUP in report
+    assert scenario.SHARE_GROUP in report
+    assert "(1 consumer, 1 share, 1 classic, 1 none)" in report  # the groups by type
