@@ -38,7 +38,6 @@ from storage.records import (
     StreamsGroupPartitionMetadataKey,
     StreamsGroupTargetAssignmentMemberKey,
     StreamsGroupTargetAssignmentMetadataKey,
-    StreamsGroupTargetAssignmentResolvedTopicIdsKey,
     StreamsGroupTopologyKey,
     TopicMetadataKey,
 )
@@ -94,7 +93,6 @@ NOT_REPLAYED: Mapping[type, str] = {
     StreamsGroupTargetAssignmentMemberKey: _STREAMS,
     StreamsGroupCurrentMemberAssignmentKey: _STREAMS,
     StreamsGroupTopologyKey: _STREAMS,
-    StreamsGroupTargetAssignmentResolvedTopicIdsKey: _STREAMS,
     TopicMetadataKey: "written to __cluster_metadata-0, not to a coordinator partition; "
                       "coordinator.metadata.log replays it",
 }

@@ -1,8 +1,14 @@
-"""KIP-1071 streams group records (types 17 to 24)."""
+"""KIP-1071 streams group records (types 17 to 23; Kafka 4.3's).
+
+Type 18 (StreamsGroupPartitionMetadata) was removed in Kafka 4.1: it is read (and not replayed)
+so that a store of an older build still loads. Record 22's task lists carry the assignment epoch
+of each active task (Kafka's tagged ``AssignmentEpochs``; a plain field here, as every tagged
+field of this store, see FORMAT.md): offset commits of a member at an older epoch are checked
+against them.
+"""
 
 from __future__ import annotations
 
-import uuid
 from typing import ClassVar
 
 from storage.codec import (
@@ -13,7 +19,6 @@ from storage.codec import (
     NSTRING,
     STRING,
     UINT16,
-    UUID,
     Array,
     NStruct,
     Struct,
@@ -32,6 +37,20 @@ class TaskIds:
 
 
 _TASKS = Array(Struct(TaskIds))
+
+
+@codec
+@record
+class TaskIdsWithEpochs:
+    """Record 22's ``TaskIds``: the partitions of one subtopology and, for active tasks, the
+    assignment epoch of each (same order; empty for standby and warm-up tasks)."""
+
+    subtopology_id: str = f(STRING)
+    partitions: tuple[int, ...] = f(Array(INT32), default=())
+    assignment_epochs: tuple[int, ...] = f(Array(INT32), default=())
+
+
+_EPOCH_TASKS = Array(Struct(TaskIdsWithEpochs))
 
 
 @codec
@@ -142,12 +161,14 @@ class StreamsGroupCurrentMemberAssignmentValue:
     member_epoch: int = f(INT32)
     previous_member_epoch: int = f(INT32)
     state: int = f(INT8)
-    active_tasks: tuple[TaskIds, ...] = f(_TASKS, default=())
-    standby_tasks: tuple[TaskIds, ...] = f(_TASKS, default=())
-    warmup_tasks: tuple[TaskIds, ...] = f(_TASKS, default=())
-    active_tasks_pending_revocation: tuple[TaskIds, ...] = f(_TASKS, default=())
-    standby_tasks_pending_revocation: tuple[TaskIds, ...] = f(_TASKS, default=())
-    warmup_tasks_pending_revocation: tuple[TaskIds, ...] = f(_TASKS, default=())
+    active_tasks: tuple[TaskIdsWithEpochs, ...] = f(_EPOCH_TASKS, default=())
+    standby_tasks: tuple[TaskIdsWithEpochs, ...] = f(_EPOCH_TASKS, default=())
+    warmup_tasks: tuple[TaskIdsWithEpochs, ...] = f(_EPOCH_TASKS, default=())
+    active_tasks_pending_revocation: tuple[TaskIdsWithEpochs, ...] = f(_EPOCH_TASKS, default=())
+    standby_tasks_pending_revocation: tuple[TaskIdsWithEpochs, ...] = f(_EPOCH_TASKS,
+                                                                        default=())
+    warmup_tasks_pending_revocation: tuple[TaskIdsWithEpochs, ...] = f(_EPOCH_TASKS,
+                                                                       default=())
 
 
 @codec
@@ -205,27 +226,3 @@ class StreamsGroupTopologyValue:
     VERSION: ClassVar[int] = 0
     epoch: int = f(INT32)
     subtopologies: tuple[Subtopology, ...] = f(Array(Struct(Subtopology)), default=())
-
-
-@codec
-@record
-class StreamsGroupTargetAssignmentResolvedTopicIdsKey:
-    TYPE_ID: ClassVar[int] = 24
-    group_id: str = f(STRING)
-
-
-@codec
-@record
-class ResolvedTopicIds:
-    subtopology_id: str = f(STRING)
-    topic_ids: tuple[uuid.UUID, ...] = f(Array(UUID), default=())
-
-
-@codec
-@record
-class StreamsGroupTargetAssignmentResolvedTopicIdsValue:
-    VERSION: ClassVar[int] = 0
-    assignment_epoch: int = f(INT32)
-    resolved_topic_ids_by_subtopology: tuple[ResolvedTopicIds, ...] = f(
-        Array(Struct(ResolvedTopicIds)), default=()
-    )

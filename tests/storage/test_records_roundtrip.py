@@ -114,7 +114,6 @@ def test_type_ids_are_kafkas() -> None:
         21: "StreamsGroupTargetAssignmentMember",
         22: "StreamsGroupCurrentMemberAssignment",
         23: "StreamsGroupTopology",
-        24: "StreamsGroupTargetAssignmentResolvedTopicIds",
         1000: "TopicMetadata",
         1001: "GroupConfig",
         1002: "ShareSnapshot",  # Kafka's type 0 of __share_group_state
