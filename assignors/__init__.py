@@ -1,5 +1,6 @@
 """Server-side partition assignors (KIP-848 ``PartitionAssignor``): uniform, range, lag for
-consumer groups; simple for share groups (KIP-932).
+consumer groups; simple for share groups (KIP-932); the sticky task assignor for streams groups
+(KIP-1071).
 
 Pure functions of a compact :class:`AssignmentSpec`; nothing here imports the rest of the
 coordinator.
@@ -23,9 +24,12 @@ from assignors.registry import (
     ASSIGNORS,
     DEFAULT_ASSIGNORS,
     DEFAULT_SHARE_ASSIGNOR,
+    DEFAULT_TASK_ASSIGNOR,
     SHARE_ASSIGNORS,
+    TASK_ASSIGNORS,
     UnknownAssignorError,
     get_assignor,
+    get_task_assignor,
 )
 from assignors.simple import SimpleAssignor
 from assignors.spec import (
@@ -40,6 +44,15 @@ from assignors.spec import (
     TopicId,
     TopicMetadata,
 )
+from assignors.sticky_task import StickyTaskAssignor
+from assignors.task_spec import (
+    MemberTaskAssignment,
+    SubtopologyTasks,
+    TaskAssignment,
+    TaskAssignmentSpec,
+    TaskAssignmentSpecError,
+    TaskMember,
+)
 from assignors.uniform import UniformAssignor
 
 __all__ = [
@@ -48,6 +61,7 @@ __all__ = [
     "DEFAULT_LAG_OFFSET_RESET",
     "DEFAULT_LAG_STICKINESS_TOLERANCE",
     "DEFAULT_SHARE_ASSIGNOR",
+    "DEFAULT_TASK_ASSIGNOR",
     "LAG_OFFSET_RESET_CONFIG",
     "LAG_STICKINESS_TOLERANCE_CONFIG",
     "MAX_LAG_STICKINESS_TOLERANCE",
@@ -55,11 +69,13 @@ __all__ = [
     "NO_OFFSET",
     "NO_RACK",
     "SHARE_ASSIGNORS",
+    "TASK_ASSIGNORS",
     "AssignmentSpec",
     "AssignmentSpecError",
     "GroupAssignment",
     "LagAssignor",
     "MemberSpec",
+    "MemberTaskAssignment",
     "OffsetReset",
     "PartitionAssignor",
     "PartitionAssignorError",
@@ -67,10 +83,17 @@ __all__ = [
     "Partitions",
     "RangeAssignor",
     "SimpleAssignor",
+    "StickyTaskAssignor",
+    "SubtopologyTasks",
+    "TaskAssignment",
+    "TaskAssignmentSpec",
+    "TaskAssignmentSpecError",
+    "TaskMember",
     "TopicId",
     "TopicMetadata",
     "UniformAssignor",
     "UnknownAssignorError",
     "get_assignor",
+    "get_task_assignor",
     "partition_lags",
 ]

@@ -2,6 +2,12 @@
 
 ``add_arguments`` and ``run`` are what ``python -m coordinator bench assignor`` wires up.
 ``--all`` runs the issue's target table and prints one JSON line per case.
+
+``--assignor streams-sticky`` times the streams groups' task assignor (KIP-1071) on the input
+of Kafka's ``StreamsStickyAssignorBenchmark`` (see :mod:`assignors.bench_input`): ``--topics``
+subtopologies of ``--partitions-per-topic`` tasks, ``--members`` members on processes of
+``--members-per-process`` threads, ``--standby-replicas``; ``--incremental`` adds a member to
+the previous target, ``--incremental --remove`` removes one.
 """
 
 from __future__ import annotations
@@ -12,9 +18,12 @@ import json
 import statistics
 import sys
 import time
+from collections.abc import Callable
 
-from assignors.bench_input import BenchCase, build_spec
+from assignors.bench_input import STREAMS_STICKY, BenchCase, build_spec, build_task_spec
 from assignors.registry import ASSIGNORS, get_assignor
+from assignors.sticky_task import StickyTaskAssignor
+from assignors.task_spec import TaskAssignment, TaskAssignmentSpec
 
 RUNS = 30
 WARMUP_RUNS = 5
@@ -48,11 +57,21 @@ TARGETS: list[tuple[BenchCase, float | None]] = [
     (BenchCase("lag", 100, 100, 50, "homogeneous", True), None),
     (BenchCase("lag", 1000, 1000, 50, "homogeneous", False), None),
     (BenchCase("lag", 1000, 1000, 50, "heterogeneous", False), None),
+    # streams groups' task assignor: 50k tasks, 500 processes x 2 threads (Kafka's JMH has
+    # no published number for this size)
+    (BenchCase(STREAMS_STICKY, 1000, 1000, 50), None),
+    (BenchCase(STREAMS_STICKY, 1000, 1000, 50, incremental=True), None),
+    (BenchCase(STREAMS_STICKY, 1000, 1000, 50, incremental=True, remove=True), None),
+    (BenchCase(STREAMS_STICKY, 1000, 1000, 50, standby_replicas=1), None),
+    (BenchCase(STREAMS_STICKY, 1000, 1000, 50, incremental=True, standby_replicas=1), None),
+    (BenchCase(STREAMS_STICKY, 1000, 1000, 50, incremental=True, remove=True,
+               standby_replicas=1), None),
 ]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--assignor", choices=sorted(ASSIGNORS), default="uniform")
+    parser.add_argument("--assignor", choices=[*sorted(ASSIGNORS), STREAMS_STICKY],
+                        default="uniform")
     parser.add_argument("--members", type=int, default=1000)
     parser.add_argument("--topics", type=int, default=1000)
     parser.add_argument("--partitions-per-topic", type=int, default=50)
@@ -64,20 +83,35 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="start from the full assignment of members-1 members and add one member",
     )
     parser.add_argument("--racks", type=int, default=0, help="number of racks (0: no racks)")
+    parser.add_argument(
+        "--members-per-process", type=int, default=2,
+        help="streams-sticky: threads per Streams process (members share a process id)",
+    )
+    parser.add_argument(
+        "--standby-replicas", type=int, default=0,
+        help="streams-sticky: num.standby.replicas (every second subtopology is stateful)",
+    )
+    parser.add_argument(
+        "--remove", action="store_true",
+        help="streams-sticky with --incremental: start from the target of all members and "
+        "remove the last one instead of adding one",
+    )
+    parser.add_argument(
+        "--json", action="store_true",
+        help="print JSON (the only output format; accepted for symmetry with other benches)",
+    )
     parser.add_argument("--runs", type=int, default=RUNS, help=argparse.SUPPRESS)
     parser.add_argument(
         "--all", action="store_true", help="run the whole target table, one JSON line per case"
     )
 
 
-def time_case(case: BenchCase, runs: int = RUNS) -> dict[str, object]:
-    """Build the case, warm up, time ``runs`` assignments; min / median / max in ms."""
-    assignor = get_assignor(case.assignor)
-    spec = build_spec(case, assignor)
+def _samples(assign: Callable[[], object], runs: int) -> list[float]:
+    """Warm up, then time ``runs`` calls of ``assign``; ms each."""
     started = time.perf_counter()
     warmups = 0
     while warmups < WARMUP_RUNS or time.perf_counter() - started < WARMUP_SECONDS:
-        assignor.assign(spec)
+        assign()
         warmups += 1
         if warmups >= 1000:
             break
@@ -85,8 +119,23 @@ def time_case(case: BenchCase, runs: int = RUNS) -> dict[str, object]:
     samples = []
     for _ in range(runs):
         t0 = time.perf_counter_ns()
-        assignor.assign(spec)
+        assign()
         samples.append((time.perf_counter_ns() - t0) / 1e6)
+    return samples
+
+
+def time_case(case: BenchCase, runs: int = RUNS) -> dict[str, object]:
+    """Build the case, warm up, time ``runs`` assignments; min / median / max in ms."""
+    if case.assignor == STREAMS_STICKY:
+        task_assignor = StickyTaskAssignor()
+        task_spec = build_task_spec(case, task_assignor)
+        samples = _samples(lambda: task_assignor.assign(task_spec), runs)
+        extra = _streams_details(case, task_spec, task_assignor.assign(task_spec))
+    else:
+        assignor = get_assignor(case.assignor)
+        spec = build_spec(case, assignor)
+        samples = _samples(lambda: assignor.assign(spec), runs)
+        extra = {}
     return {
         "assignor": case.assignor,
         "members": case.members,
@@ -100,6 +149,37 @@ def time_case(case: BenchCase, runs: int = RUNS) -> dict[str, object]:
         "min_ms": round(min(samples), 3),
         "median_ms": round(statistics.median(samples), 3),
         "max_ms": round(max(samples), 3),
+        **extra,
+    }
+
+
+def _streams_details(
+    case: BenchCase, spec: TaskAssignmentSpec, result: TaskAssignment
+) -> dict[str, object]:
+    """The streams-specific keys: the shape of the timed spec and of its result."""
+    active_counts = []
+    standby_tasks = 0
+    moved = 0
+    for member in spec.members:
+        target = result.member(member.member_id)
+        active_counts.append(sum(len(p) for p in target.active.values()))
+        standby_tasks += sum(len(p) for p in target.standby.values())
+        moved += sum(len(p - member.active.get(s, frozenset()))
+                     for s, p in target.active.items())
+    change = ("remove" if case.remove else "add") if case.incremental else None
+    return {
+        "members_per_process": case.members_per_process,
+        "members_assigned": len(spec.members),
+        "processes": len({m.process_id for m in spec.members}),
+        "subtopologies": len(spec.subtopologies),
+        "stateful_subtopologies": sum(1 for s in spec.subtopologies if s.stateful),
+        "tasks": sum(s.num_tasks for s in spec.subtopologies),
+        "standby_replicas": case.standby_replicas,
+        "standby_tasks": standby_tasks,
+        "change": change,
+        "moved_active_tasks": moved if case.incremental else None,
+        "min_active_per_member": min(active_counts, default=0),
+        "max_active_per_member": max(active_counts, default=0),
     }
 
 
@@ -113,7 +193,12 @@ def run(args: argparse.Namespace) -> dict[str, object]:
         subscriptions=args.subscriptions,
         incremental=args.incremental,
         racks=args.racks,
+        members_per_process=args.members_per_process,
+        standby_replicas=args.standby_replicas,
+        remove=args.remove,
     )
+    if case.assignor != STREAMS_STICKY and (case.remove or case.standby_replicas):
+        raise ValueError("--remove and --standby-replicas are streams-sticky options")
     return time_case(case, getattr(args, "runs", RUNS))
 
 

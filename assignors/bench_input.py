@@ -8,6 +8,15 @@
   ``p``, ``p + 1`` and ``p + 2`` (mod ``R``);
 * incremental: assign ``members - 1`` members from scratch, feed that assignment back as
   the current one, and add ``newMember`` with the subscription of member ``members - 2``.
+
+``streams-sticky`` (the streams groups' task assignor) is built the way Kafka's JMH
+``StreamsStickyAssignorBenchmark`` builds its input: each topic is one subtopology
+``topic-<i>_subtopology`` with ``partitions_per_topic`` tasks, every second one (even ``i``)
+stateful; member ``member-<i>`` is a thread of process ``process-<i // members_per_process>``;
+``num.standby.replicas`` is ``standby_replicas``. Incremental: ``members - 1`` members are
+assigned from scratch, that target is fed back as the previous one and ``newMember`` joins on
+its own process ``process-newMember``; with ``remove``, all ``members`` are assigned and the
+last member (``member-<members - 1>``) leaves instead.
 """
 
 from __future__ import annotations
@@ -19,8 +28,14 @@ from dataclasses import dataclass
 
 from assignors.base import PartitionAssignor
 from assignors.spec import AssignmentSpec, MemberSpec, TopicId, TopicMetadata
+from assignors.sticky_task import StickyTaskAssignor
+from assignors.task_spec import SubtopologyTasks, TaskAssignmentSpec, TaskMember
 
 MAX_BUCKETS = 5
+
+STREAMS_STICKY = "streams-sticky"
+"""The bench's name for the streams task assignor (``sticky`` in ``TASK_ASSIGNORS``; renamed
+so as not to be confused with a consumer group assignor)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +47,12 @@ class BenchCase:
     subscriptions: str = "homogeneous"
     incremental: bool = False
     racks: int = 0
+    members_per_process: int = 2
+    """streams-sticky only: threads per Streams process."""
+    standby_replicas: int = 0
+    """streams-sticky only: ``num.standby.replicas``."""
+    remove: bool = False
+    """streams-sticky incremental only: one member leaves instead of one joining."""
 
 
 def _subscriptions(count: int, topic_ids: list[uuid.UUID], kind: str) -> list[list[uuid.UUID]]:
@@ -82,3 +103,39 @@ def build_spec(case: BenchCase, assignor: PartitionAssignor, seed: int = 0) -> A
     new_subs = subs[case.members - 2] if case.subscriptions == "heterogeneous" else topic_ids
     members.append(MemberSpec("newMember", new_subs, rack=rack(case.members - 1)))
     return AssignmentSpec.build(members, topics, lags=lags)
+
+
+def build_task_spec(
+    case: BenchCase, assignor: StickyTaskAssignor | None = None
+) -> TaskAssignmentSpec:
+    """The streams-sticky spec the benchmark times (an incremental case runs ``assignor``
+    once here to get the previous target)."""
+    if case.members_per_process < 1:
+        raise ValueError("members_per_process must be at least 1")
+    if case.incremental and case.members < 2:
+        raise ValueError("an incremental case needs at least 2 members")
+    if case.remove and not case.incremental:
+        raise ValueError("remove needs incremental")
+    subtopologies = tuple(
+        SubtopologyTasks(f"topic-{i}_subtopology", case.partitions_per_topic, i % 2 == 0)
+        for i in range(case.topics)
+    )
+    count = case.members - 1 if case.incremental and not case.remove else case.members
+    members = tuple(
+        TaskMember(f"member-{i}", f"process-{i // case.members_per_process}")
+        for i in range(count)
+    )
+    spec = TaskAssignmentSpec(members, subtopologies, case.standby_replicas)
+    if not case.incremental:
+        return spec
+    first = (assignor or StickyTaskAssignor()).assign(spec)
+    members = tuple(
+        TaskMember(m.member_id, m.process_id, first.member(m.member_id).active,
+                   first.member(m.member_id).standby)
+        for m in members
+    )
+    if case.remove:
+        members = members[:-1]
+    else:
+        members = (*members, TaskMember("newMember", "process-newMember"))
+    return TaskAssignmentSpec(members, subtopologies, case.standby_replicas)

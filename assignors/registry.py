@@ -1,4 +1,5 @@
-"""Assignors by name: ``group.consumer.assignors`` (consumer groups) and share groups."""
+"""Assignors by name: ``group.consumer.assignors`` (consumer groups), share groups and the
+streams groups' task assignors."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from assignors.base import PartitionAssignor
 from assignors.lag import LagAssignor
 from assignors.range_assignor import RangeAssignor
 from assignors.simple import SimpleAssignor
+from assignors.sticky_task import StickyTaskAssignor
 from assignors.uniform import UniformAssignor
 
 ASSIGNORS: dict[str, type[PartitionAssignor]] = {
@@ -28,6 +30,15 @@ DEFAULT_SHARE_ASSIGNOR = SimpleAssignor.name
 """The share group assignor (Kafka has no config for it: always ``simple``)."""
 
 
+TASK_ASSIGNORS: dict[str, type[StickyTaskAssignor]] = {
+    StickyTaskAssignor.name: StickyTaskAssignor,
+}
+"""Streams group task assignors by name (KIP-1071; Kafka 4.3 has ``sticky`` only)."""
+
+DEFAULT_TASK_ASSIGNOR = StickyTaskAssignor.name
+"""The streams group task assignor."""
+
+
 class UnknownAssignorError(KeyError):
     """No assignor has this name (the coordinator answers UNSUPPORTED_ASSIGNOR)."""
 
@@ -39,3 +50,11 @@ def get_assignor(name: str, **options: object) -> PartitionAssignor:
     if cls is None:
         raise UnknownAssignorError(name)
     return cls(**options)
+
+
+def get_task_assignor(name: str) -> StickyTaskAssignor:
+    """A streams group task assignor by name."""
+    cls = TASK_ASSIGNORS.get(name)
+    if cls is None:
+        raise UnknownAssignorError(name)
+    return cls()

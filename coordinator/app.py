@@ -12,6 +12,7 @@ from coordinator.groups.common.offload import ExecutorOffloader
 from coordinator.groups.consumer import env as consumer_env
 from coordinator.groups.replay import new_shard
 from coordinator.groups.share import env as share_env
+from coordinator.groups.streams import env as streams_env
 from coordinator.groups.topic_changes import TopicChangeListener, refreshers
 from coordinator.metadata.broker import Broker
 from coordinator.metadata.image import MetadataImage
@@ -68,8 +69,12 @@ class App:
             share_env.DataPlaneLogs(self.topic_logs), offloader=self.offloader)
         share_env.install(shares)
         self.share_env = shares
+        streams = streams_env.StreamsGroupEnv(
+            streams_env.StreamsGroupSettings.from_config(config), image,
+            offloader=self.offloader)
+        streams_env.install(streams)
         self.topic_changes = TopicChangeListener(self.runtime, image,
-                                                 refreshers(consumers, shares))
+                                                 refreshers(consumers, shares, streams))
         self.observability = observability.install(
             self, view_group=metrics_view.view,
             view_share_partitions=lambda shard: metrics_view.share_partitions(

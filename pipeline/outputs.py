@@ -6,7 +6,8 @@ import pyarrow as pa
 
 _GROUP: list[tuple[str, pa.DataType]] = [
     ("store", pa.string()), ("group_id", pa.string()),
-    ("group_type", pa.string()),  # consumer | share | classic (pipeline.replay.GROUP_TYPES)
+    # consumer | share | streams | classic (pipeline.replay.GROUP_TYPES)
+    ("group_type", pa.string()),
 ]
 
 ASSIGNMENT_RUNS = pa.schema([
@@ -19,8 +20,10 @@ ASSIGNMENT_RUNS = pa.schema([
     ("since_previous_ms", pa.int64()),
     ("epoch_bump_ms", pa.int64()),
     ("members", pa.int32()),
-    ("partitions", pa.int32()),
-    ("partitions_moved", pa.int32()),
+    ("partitions", pa.int32()),  # streams groups: active tasks (subtopology id, partition)
+    ("partitions_moved", pa.int32()),  # streams groups: active tasks moved
+    ("standby_tasks", pa.int32()),  # streams groups only: tasks with a standby replica
+    ("standby_tasks_moved", pa.int32()),  # streams groups only: their standby owners changed
 ])
 
 MEMBER_TIMELINE = pa.schema([

@@ -13,7 +13,8 @@ import pandas as pd
 from pipeline.replay import GROUP_TYPES
 
 MAX_GROUPS = 12  # groups drawn per plot (the busiest)
-TYPE_COLORS = {"consumer": "#4C72B0", "share": "#DD8452", "classic": "#8172B3"}
+TYPE_COLORS = {"consumer": "#4C72B0", "share": "#DD8452", "streams": "#64B5CD",
+               "classic": "#8172B3"}
 Kinds = dict[tuple[str, str], str]  # (store, group_id) -> group type
 
 
@@ -81,7 +82,8 @@ def rebalance_durations(rebalances: pd.DataFrame, path: Path) -> Path:
     done = rebalances[(rebalances["status"] == "completed")
                       & rebalances["duration_ms"].notna()]
     if len(done):
-        # stacked by group type (consumer, share: classic rebalances have no duration)
+        # stacked by group type (consumer, share, streams: classic rebalances have no
+        # duration)
         kinds = [t for t in GROUP_TYPES if (done["group_type"] == t).any()]
         left.hist([done.loc[done["group_type"] == t, "duration_ms"] for t in kinds],
                   bins=min(50, max(5, len(done) // 4)), stacked=True, label=kinds,
@@ -110,14 +112,19 @@ def partitions_moved(runs: pd.DataFrame, path: Path) -> Path:
     kinds = _kinds(runs)
     for store, group in _busiest(runs):
         g = runs[(runs["store"] == store) & (runs["group_id"] == group)]
-        ax.plot((g["timestamp"] - t0) / 1000.0, g["partitions_moved"], marker=".",
-                linestyle="-", linewidth=0.6,
-                label=_label(store, group, multi, kinds))
+        label = _label(store, group, multi, kinds)
+        (line,) = ax.plot((g["timestamp"] - t0) / 1000.0, g["partitions_moved"], marker=".",
+                          linestyle="-", linewidth=0.6, label=label)
+        standby = g[g["standby_tasks_moved"].notna()]
+        if len(standby):  # a streams group's standby tasks: dashed, in the same colour
+            ax.plot((standby["timestamp"] - t0) / 1000.0, standby["standby_tasks_moved"],
+                    marker="x", linestyle="--", linewidth=0.6, color=line.get_color(),
+                    label=f"{label} standby")
     if not len(runs):
         _empty(ax, "no assignment runs")
     ax.set_xlabel("time since the first run (s)")
-    ax.set_ylabel("partitions moved")
-    ax.set_title("Partitions moved per assignor run")
+    ax.set_ylabel("partitions moved (streams: tasks)")
+    ax.set_title("Partitions moved per assignor run (streams groups: active and standby tasks)")
     ax.legend(fontsize=7, loc="upper right")
     return _save(fig, path)
 

@@ -4,17 +4,23 @@ Pure Python, no Spark: :mod:`pipeline.tables` runs :func:`replay_group` once per
 ``applyInArrow``. Rows are plain dicts keyed by the column names of :mod:`pipeline.outputs`.
 
 Definitions:
-- an *assignment run* is a target assignment metadata record (consumer and share groups) or a
-  classic GroupMetadata record (a generation's assignment, or the group becoming Empty). A share
-  group's last member leaving writes an empty target with ``Timestamp`` 0 (no assignor ran): a
-  run of 0 members whose time is the record's;
+- an *assignment run* is a target assignment metadata record (consumer, share and streams
+  groups) or a classic GroupMetadata record (a generation's assignment, or the group becoming
+  Empty). A share group's last member leaving writes an empty target with ``Timestamp`` 0 (no
+  assignor ran): a run of 0 members whose time is the record's;
 - a partition *moved* if its owners in a run's target differ from its owners in the previous
   run's target (a partition newly assigned or no longer assigned has not moved). A consumer or
   classic group's partition has one owner; a share group's may have several (they share it);
-- a *rebalance* of a consumer or share group starts at a group epoch bump and completes when the
-  target of that epoch is computed and every member is Stable at that epoch or later (a share
-  member is always Stable: it takes its target at once); a newer bump first supersedes it; all
-  members gone first makes it ``empty``. Classic groups' logs hold only the end of each
+- a streams group is assigned *tasks* (subtopology id, partition) instead of partitions: its
+  runs' ``partitions`` and ``partitions_moved`` count active tasks (one owner each), and
+  ``standby_tasks`` / ``standby_tasks_moved`` its standby tasks (a task may have several
+  standby owners: moved if that set changed); warm-up tasks are not counted (Kafka 4.3 assigns
+  none);
+- a *rebalance* of a consumer, share or streams group starts at a group epoch bump and completes
+  when the target of that epoch is computed and every member is Stable at that epoch or later (a
+  share member is always Stable: it takes its target at once); a newer bump first supersedes it;
+  all members gone first makes it ``empty`` (the last member leaving a consumer or streams group
+  bumps the epoch and writes no target). Classic groups' logs hold only the end of each
   generation, so their rebalances have no start and no duration.
 """
 
@@ -33,10 +39,12 @@ Owners = dict[TopicPartition, frozenset[str]]
 
 CONSUMER = "consumer"
 SHARE = "share"
+STREAMS = "streams"
 CLASSIC = "classic"
-GROUP_TYPES = (CONSUMER, SHARE, CLASSIC)
+GROUP_TYPES = (CONSUMER, SHARE, STREAMS, CLASSIC)
 """The values of the group tables' ``group_type`` column."""
 STABLE = 0
+STREAMS_STABLE = 1  # the streams MemberState byte (KIP-1071's STABLE is 1, not 0)
 
 
 def moved(before: Owner, after: Owner) -> int:
@@ -66,6 +74,11 @@ def _flatten(topic_partitions: Iterable[dict[str, Any]] | None) -> list[tuple[st
     return [(tp["topic_id"], p) for tp in topic_partitions or () for p in tp["partitions"]]
 
 
+def _flatten_tasks(tasks: Iterable[dict[str, Any]] | None) -> list[tuple[str, int]]:
+    """Streams tasks as (subtopology id, partition)."""
+    return [(t["subtopology_id"], p) for t in tasks or () for p in t["partitions"]]
+
+
 @dataclass
 class GroupTables:
     runs: list[Row] = field(default_factory=list)
@@ -82,10 +95,12 @@ class _Rebalance:
 
 
 class _ConsumerReplay:
-    """A KIP-848 consumer group's records; :class:`_ShareReplay` reuses it for share groups,
-    whose records play the same roles under ``ShareGroup`` names."""
+    """A KIP-848 consumer group's records; :class:`_ShareReplay` and :class:`_StreamsReplay`
+    reuse it for share and streams groups, whose records play the same roles under
+    ``ShareGroup`` and ``StreamsGroup`` names."""
 
     GROUP_TYPE: ClassVar[str] = CONSUMER
+    STABLE_STATE: ClassVar[int] = STABLE
     METADATA: ClassVar[str] = "ConsumerGroupMetadata"
     MEMBER_METADATA: ClassVar[str] = "ConsumerGroupMemberMetadata"
     CURRENT_ASSIGNMENT: ClassVar[str] = "ConsumerGroupCurrentMemberAssignment"
@@ -126,14 +141,16 @@ class _ConsumerReplay:
 
     def _check(self, now: int) -> None:
         rb = self.open
-        if rb is None or self.target_epoch < rb.epoch:
+        if rb is None:
             return
         if not self.members:
             self._close("empty", now)
             return
+        if self.target_epoch < rb.epoch:
+            return
         for member in self.members:
             epoch, state = self.member_epoch.get(member, (-1, -1))
-            if epoch < rb.epoch or state != STABLE:
+            if epoch < rb.epoch or state != self.STABLE_STATE:
                 return
         self._close("completed", now)
 
@@ -177,13 +194,30 @@ class _ConsumerReplay:
                     self._event(member, "epoch", epoch, row)
                 self.member_epoch[member] = (epoch, row["member_state"])
         elif kind == self.TARGET_MEMBER:
-            if tomb:
-                self.target.pop(member, None)
-            else:
-                self.target[member] = _flatten(row["partitions"])
+            self._target_member(member, None if tomb else row)
         elif kind == self.TARGET_METADATA and not tomb:
             self._run(row)
+        else:
+            self._other(kind, row)
         self._check(now)
+
+    def _target_member(self, member: str, row: Row | None) -> None:
+        """A member's target (``row``) or its tombstone (None)."""
+        if row is None:
+            self.target.pop(member, None)
+        else:
+            self.target[member] = _flatten(row["partitions"])
+
+    def _other(self, kind: str, row: Row) -> None:
+        """A record of a type the replay of this group type does not otherwise read."""
+
+    def _run_extra(self) -> Row:
+        """Run columns only some group types fill."""
+        return {"standby_tasks": None, "standby_tasks_moved": None}
+
+    def _subscribed(self) -> list[str]:
+        """The topics the group consumes (group_summary's ``subscribed_topics``)."""
+        return sorted({t for ts in self.members.values() for t in ts})
 
     def _run(self, row: Row) -> None:
         epoch = row["epoch"]
@@ -197,7 +231,8 @@ class _ConsumerReplay:
             "epoch_bump_ms": self.bump_ms,
             "members": len(self.target), "partitions": len(owners),
             "partitions_moved": 0 if self.previous_owner is None
-            else moved_owners(self.previous_owner, owners)})
+            else moved_owners(self.previous_owner, owners),
+            **self._run_extra()})
         self.previous_owner = owners
         self.previous_run_ms = finished
         self.target_epoch = epoch
@@ -206,11 +241,11 @@ class _ConsumerReplay:
 
     def finish(self) -> None:
         self._close("incomplete", None)
-        topics = sorted({t for ts in self.members.values() for t in ts})
         self.out.state.append({**self.base, "state": "dead" if self.deleted else
                                ("empty" if not self.members else "live"),
                                "state_timestamp": self.last_ms, "epoch": self.epoch,
-                               "members": len(self.members), "subscribed_topics": topics,
+                               "members": len(self.members),
+                               "subscribed_topics": self._subscribed(),
                                "protocol_type": self.GROUP_TYPE})
 
 
@@ -224,6 +259,49 @@ class _ShareReplay(_ConsumerReplay):
     CURRENT_ASSIGNMENT: ClassVar[str] = "ShareGroupCurrentMemberAssignment"
     TARGET_MEMBER: ClassVar[str] = "ShareGroupTargetAssignmentMember"
     TARGET_METADATA: ClassVar[str] = "ShareGroupTargetAssignmentMetadata"
+
+
+class _StreamsReplay(_ConsumerReplay):
+    """A KIP-1071 streams group: members are assigned tasks (subtopology id, partition) in
+    roles; the active tasks play the partitions' part (one owner each), standby tasks are
+    counted on their own. Members are Stable at state 1. What the group consumes is its
+    topology's (source and repartition source topics), not its members' subscriptions."""
+
+    GROUP_TYPE: ClassVar[str] = STREAMS
+    STABLE_STATE: ClassVar[int] = STREAMS_STABLE
+    METADATA: ClassVar[str] = "StreamsGroupMetadata"
+    MEMBER_METADATA: ClassVar[str] = "StreamsGroupMemberMetadata"
+    CURRENT_ASSIGNMENT: ClassVar[str] = "StreamsGroupCurrentMemberAssignment"
+    TARGET_MEMBER: ClassVar[str] = "StreamsGroupTargetAssignmentMember"
+    TARGET_METADATA: ClassVar[str] = "StreamsGroupTargetAssignmentMetadata"
+    TOPOLOGY: ClassVar[str] = "StreamsGroupTopology"
+
+    def __init__(self, store: str, group_id: str, out: GroupTables) -> None:
+        super().__init__(store, group_id, out)
+        self.standby: dict[str, list[TopicPartition]] = {}
+        self.previous_standby: Owners | None = None
+        self.topics: list[str] = []
+
+    def _target_member(self, member: str, row: Row | None) -> None:
+        if row is None:
+            self.target.pop(member, None)
+            self.standby.pop(member, None)
+        else:
+            self.target[member] = _flatten_tasks(row["active_tasks"])
+            self.standby[member] = _flatten_tasks(row["standby_tasks"])
+
+    def _other(self, kind: str, row: Row) -> None:
+        if kind == self.TOPOLOGY:
+            self.topics = [] if row["tombstone"] else list(row["subscribed_topics"] or ())
+
+    def _run_extra(self) -> Row:
+        owners = _owner_sets(self.standby)
+        before, self.previous_standby = self.previous_standby, owners
+        return {"standby_tasks": len(owners),
+                "standby_tasks_moved": 0 if before is None else moved_owners(before, owners)}
+
+    def _subscribed(self) -> list[str]:
+        return sorted(self.topics)
 
 
 class _ClassicReplay:
@@ -309,6 +387,7 @@ def replay_group(store: str, group_id: str, rows: Iterable[Row]) -> GroupTables:
     out = GroupTables()
     consumer: _ConsumerReplay | None = None
     share: _ShareReplay | None = None
+    streams: _StreamsReplay | None = None
     classic: _ClassicReplay | None = None
     for row in rows:
         kind = row["type"]
@@ -324,7 +403,11 @@ def replay_group(store: str, group_id: str, rows: Iterable[Row]) -> GroupTables:
             if share is None:
                 share = _ShareReplay(store, group_id, out)
             share.apply(row)
-    for replay in (consumer, share, classic):
+        elif kind.startswith("StreamsGroup"):
+            if streams is None:
+                streams = _StreamsReplay(store, group_id, out)
+            streams.apply(row)
+    for replay in (consumer, share, streams, classic):
         if replay is not None:
             replay.finish()
     return out

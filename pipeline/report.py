@@ -24,7 +24,7 @@ PLOTS = {
     "commit_rates.png": "Offset commits over time",
 }
 RUN_COLUMNS = ["store", "group_id", "group_type", "epoch", "timestamp", "since_previous_ms",
-               "members", "partitions", "partitions_moved"]
+               "members", "partitions", "partitions_moved", "standby_tasks_moved"]
 
 
 def _table(df: pd.DataFrame, limit: int = 50) -> str:

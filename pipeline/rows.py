@@ -155,6 +155,70 @@ def _share_current_assignment(key: Any, value: Any) -> Fields:
             value.state, _tps(value.assigned_partitions))
 
 
+def _tasks(tasks: Iterable[Any]) -> list[dict[str, Any]]:
+    """Streams tasks (``TaskIds``: no assignment epochs; record 22's ``TaskIdsWithEpochs``:
+    the active tasks' epochs, empty for standby and warm-up tasks)."""
+    return [{"subtopology_id": t.subtopology_id, "partitions": t.partitions,
+             "assignment_epochs": getattr(t, "assignment_epochs", None)} for t in tasks]
+
+
+STREAMS_MEMBER_METADATA = ("group_id", "member_id", "instance_id", "client_id",
+                           "rebalance_timeout_ms", "topology_epoch", "process_id")
+
+
+def _streams_member_metadata(key: Any, value: Any) -> Fields:
+    if value is None:
+        return key.group_id, key.member_id, None, None, None, None, None
+    return (key.group_id, key.member_id, value.instance_id, value.client_id,
+            value.rebalance_timeout_ms, value.topology_epoch, value.process_id)
+
+
+STREAMS_GROUP_METADATA = ("group_id", "epoch", "topology_epoch")
+
+
+def _streams_group_metadata(key: Any, value: Any) -> Fields:
+    if value is None:
+        return key.group_id, None, None
+    return key.group_id, value.epoch, value.validated_topology_epoch
+
+
+STREAMS_TARGET_MEMBER = ("group_id", "member_id", "active_tasks", "standby_tasks",
+                         "warmup_tasks")
+
+
+def _streams_target_member(key: Any, value: Any) -> Fields:
+    if value is None:
+        return key.group_id, key.member_id, None, None, None
+    return (key.group_id, key.member_id, _tasks(value.active_tasks),
+            _tasks(value.standby_tasks), _tasks(value.warmup_tasks))
+
+
+STREAMS_CURRENT_ASSIGNMENT = ("group_id", "member_id", "epoch", "previous_epoch",
+                              "member_state", "active_tasks", "standby_tasks", "warmup_tasks",
+                              "pending_tasks")
+
+
+def _streams_current_assignment(key: Any, value: Any) -> Fields:
+    if value is None:
+        return key.group_id, key.member_id, None, None, None, None, None, None, None
+    return (key.group_id, key.member_id, value.member_epoch, value.previous_member_epoch,
+            value.state, _tasks(value.active_tasks), _tasks(value.standby_tasks),
+            _tasks(value.warmup_tasks), _tasks(value.active_tasks_pending_revocation))
+
+
+STREAMS_TOPOLOGY = ("group_id", "topology_epoch", "subscribed_topics")
+
+
+def _streams_topology(key: Any, value: Any) -> Fields:
+    """The topics a streams group consumes (its source and repartition source topics: what
+    Kafka's ``StreamsGroup.isSubscribedToTopic`` checks) in ``subscribed_topics``."""
+    if value is None:
+        return key.group_id, None, None
+    topics = {t for s in value.subtopologies for t in s.source_topics}
+    topics |= {t.name for s in value.subtopologies for t in s.repartition_source_topics}
+    return key.group_id, value.epoch, sorted(topics)
+
+
 GROUP_ONLY = ("group_id",)
 
 
@@ -198,13 +262,20 @@ def _table() -> dict[int, tuple[tuple[str, ...], Filler]]:
         "ShareGroupStatePartitionMetadata": (GROUP_ONLY, _group_only),
         "ShareSnapshot": (GROUP_ONLY, _group_only),
         "ShareUpdate": (GROUP_ONLY, _group_only),
+        "StreamsGroupMetadata": (STREAMS_GROUP_METADATA, _streams_group_metadata),
+        "StreamsGroupMemberMetadata": (STREAMS_MEMBER_METADATA, _streams_member_metadata),
+        "StreamsGroupTargetAssignmentMember": (STREAMS_TARGET_MEMBER, _streams_target_member),
+        "StreamsGroupCurrentMemberAssignment": (STREAMS_CURRENT_ASSIGNMENT,
+                                                _streams_current_assignment),
+        "StreamsGroupTopology": (STREAMS_TOPOLOGY, _streams_topology),
     }
-    for prefix in ("ConsumerGroup", "ShareGroup"):
-        by_name[f"{prefix}PartitionMetadata"] = (PARTITION_METADATA, _partition_metadata)
-        by_name[f"{prefix}TargetAssignmentMember"] = (TARGET_MEMBER, _target_member)
+    # StreamsGroupPartitionMetadata (type 18, read and not replayed) has the same topics
     for prefix in ("ConsumerGroup", "ShareGroup", "StreamsGroup"):
-        by_name[f"{prefix}Metadata"] = (GROUP_EPOCH, _group_epoch)
+        by_name[f"{prefix}PartitionMetadata"] = (PARTITION_METADATA, _partition_metadata)
         by_name[f"{prefix}TargetAssignmentMetadata"] = (TARGET_METADATA, _target_metadata)
+    for prefix in ("ConsumerGroup", "ShareGroup"):
+        by_name[f"{prefix}Metadata"] = (GROUP_EPOCH, _group_epoch)
+        by_name[f"{prefix}TargetAssignmentMember"] = (TARGET_MEMBER, _target_member)
     return {tid: by_name.get(name, (GROUP_KEY, _group_key)) for tid, name in _NAMES.items()}
 
 

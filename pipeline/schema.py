@@ -17,6 +17,12 @@ TOPICS = pa.list_(
         [("topic_id", pa.string()), ("topic_name", pa.string()), ("num_partitions", pa.int32())]
     )
 )
+TASKS = pa.list_(
+    pa.struct([("subtopology_id", pa.string()), ("partitions", pa.list_(pa.int32())),
+               ("assignment_epochs", pa.list_(pa.int32()))])
+)
+"""Streams tasks by subtopology; ``assignment_epochs`` (active tasks of a current assignment,
+one per partition) is null in target assignments."""
 CLASSIC_MEMBERS = pa.list_(
     pa.struct(
         [
@@ -54,7 +60,8 @@ FIELDS: list[tuple[str, pa.DataType, str]] = [
     ("commit_offset", pa.int64(), "OffsetCommit: offset"),
     ("commit_timestamp", pa.int64(), "OffsetCommit: commitTimestamp"),
     ("expire_timestamp", pa.int64(), "OffsetCommit: expireTimestamp"),
-    ("subscribed_topics", pa.list_(pa.string()), "MemberMetadata: subscribed topic names"),
+    ("subscribed_topics", pa.list_(pa.string()), "MemberMetadata: subscribed topic names; "
+     "StreamsGroupTopology: source and repartition source topics"),
     ("instance_id", pa.string(), "MemberMetadata: instance id"),
     ("client_id", pa.string(), "MemberMetadata: client id"),
     ("rebalance_timeout_ms", pa.int32(), "MemberMetadata: rebalance timeout"),
@@ -64,6 +71,15 @@ FIELDS: list[tuple[str, pa.DataType, str]] = [
     ("leader", pa.string(), "GroupMetadata: leader"),
     ("classic_members", CLASSIC_MEMBERS, "GroupMetadata: members"),
     ("topics", TOPICS, "PartitionMetadata topics; TopicMetadata (one entry)"),
+    ("active_tasks", TASKS, "streams TargetAssignmentMember / CurrentMemberAssignment: "
+     "active tasks"),
+    ("standby_tasks", TASKS, "streams target or current assignment: standby tasks"),
+    ("warmup_tasks", TASKS, "streams target or current assignment: warm-up tasks"),
+    ("pending_tasks", TASKS, "streams CurrentMemberAssignment: active tasks pending "
+     "revocation"),
+    ("topology_epoch", pa.int32(), "StreamsGroupTopology: epoch; StreamsGroupMemberMetadata: "
+     "the member's; StreamsGroupMetadata: validated topology epoch"),
+    ("process_id", pa.string(), "StreamsGroupMemberMetadata: process id"),
     ("error", pa.string(), "why an Undecodable record did not decode"),
 ]
 

@@ -28,10 +28,17 @@ GROUP_RECORD_TYPES = (
     "ShareGroupTargetAssignmentMetadata",
     "ShareGroupTargetAssignmentMember",
     "ShareGroupCurrentMemberAssignment",
+    "StreamsGroupMetadata",
+    "StreamsGroupMemberMetadata",
+    "StreamsGroupTargetAssignmentMetadata",
+    "StreamsGroupTargetAssignmentMember",
+    "StreamsGroupCurrentMemberAssignment",
+    "StreamsGroupTopology",
 )
 GROUP_COLUMNS = ("store", "group_id", "partition", "offset", "timestamp", "type", "tombstone",
                  "member_id", "epoch", "member_state", "assignment_timestamp", "partitions",
-                 "subscribed_topics", "protocol_type", "classic_members")
+                 "subscribed_topics", "protocol_type", "classic_members", "active_tasks",
+                 "standby_tasks")
 TABLE_NAMES = ("assignment_runs", "member_timeline", "rebalances", "offset_commits",
                "offset_expiration", "group_summary")
 DEFAULT_RETENTION_MINUTES = 10080  # Kafka's offsets.retention.minutes
@@ -149,6 +156,7 @@ def group_summary(runs: DataFrame, rebalances: DataFrame, state: DataFrame,
     run_stats = runs.groupBy(*keys).agg(
         F.count("*").alias("runs"),
         F.sum("partitions_moved").alias("partitions_moved"),
+        F.sum("standby_tasks_moved").alias("standby_tasks_moved"),  # streams groups only
         F.max("epoch").alias("last_run_epoch"),
         F.percentile("since_previous_ms", 0.5).alias("p50_run_interval_ms"),
     )

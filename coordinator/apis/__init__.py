@@ -35,6 +35,8 @@ from . import (
     share_fetch,
     share_group_describe,
     share_group_heartbeat,
+    streams_group_describe,
+    streams_group_heartbeat,
     sync_group,
 )
 from .context import RequestContext
@@ -72,6 +74,8 @@ def build_registry() -> ApiRegistry:
     registry.register(ApiKey.CONSUMER_GROUP_DESCRIBE, 0, 1, consumer_group_describe.handle)
     registry.register(ApiKey.SHARE_GROUP_HEARTBEAT, 1, 1, share_group_heartbeat.handle)
     registry.register(ApiKey.SHARE_GROUP_DESCRIBE, 1, 1, share_group_describe.handle)
+    registry.register(ApiKey.STREAMS_GROUP_HEARTBEAT, 0, 0, streams_group_heartbeat.handle)
+    registry.register(ApiKey.STREAMS_GROUP_DESCRIBE, 0, 0, streams_group_describe.handle)
     registry.register(ApiKey.SHARE_FETCH, 1, 1, share_fetch.handle_fetch)
     registry.register(ApiKey.SHARE_ACKNOWLEDGE, 1, 1, share_fetch.handle_acknowledge)
     registry.register(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 0, 1,

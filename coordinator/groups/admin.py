@@ -10,6 +10,9 @@ from coordinator.groups.classic.model import CONSUMER_PROTOCOL_TYPE, ClassicGrou
 from coordinator.groups.share import records as share_records
 from coordinator.groups.share import state_records
 from coordinator.groups.share.model import SHARE_PROTOCOL_TYPE, ShareGroup
+from coordinator.groups.streams import records as streams_records
+from coordinator.groups.streams.heartbeat import initial_delay_key
+from coordinator.groups.streams.model import STREAMS_PROTOCOL_TYPE, StreamsGroup
 from coordinator.runtime import Result
 from protocol import ErrorCode
 from storage.records import OffsetCommitKey
@@ -47,8 +50,9 @@ class ListedGroup:
 
 def describe(shard: Any, group_id: str) -> DescribedGroup:
     group = shard.groups.get(group_id)
-    if isinstance(group, ShareGroup):
-        # DescribeGroups knows classic (and consumer) groups only: a share group is not found.
+    if isinstance(group, ShareGroup | StreamsGroup):
+        # DescribeGroups knows classic (and consumer) groups only: share and streams groups
+        # are not found.
         return DescribedGroup(group_id, ErrorCode.group_id_not_found, DEAD, "", "")
     if group is None:
         if shard.offsets.has_offsets(group_id):
@@ -80,6 +84,9 @@ def list_groups(shard: Any) -> list[ListedGroup]:
         elif isinstance(group, ShareGroup):
             listed.append(ListedGroup(group_id, SHARE_PROTOCOL_TYPE, group.state.value,
                                       SHARE_PROTOCOL_TYPE))
+        elif isinstance(group, StreamsGroup):
+            listed.append(ListedGroup(group_id, STREAMS_PROTOCOL_TYPE, group.state.value,
+                                      STREAMS_PROTOCOL_TYPE))
         else:
             listed.append(ListedGroup(group_id, CONSUMER_PROTOCOL_TYPE,
                                       str(getattr(group, "state", "")),
@@ -109,6 +116,9 @@ def delete_group(shard: Any, group_id: str) -> Result:
     records = _offset_tombstones(shard, group_id)
     if isinstance(group, ClassicGroup):
         records.append(group.tombstone())
+    elif isinstance(group, StreamsGroup):
+        records.extend(streams_records.group_tombstones(group))
+        shard.timers.cancel(initial_delay_key(group_id))
     elif isinstance(group, ShareGroup):
         records.extend(share_records.group_tombstones(group))
         records.extend(state_records.tombstone(group_id, topic_id, partition)
@@ -162,4 +172,8 @@ def _subscribed(group: Any) -> frozenset[str] | None:
                 return None
             topics |= member_topics
         return frozenset(topics)
+    if isinstance(group, StreamsGroup):
+        if not group.members or group.topology is None:
+            return frozenset()
+        return frozenset(group.topology.source_topic_map())
     return frozenset(getattr(group, "subscribed_topic_names", lambda: frozenset())())

@@ -1,6 +1,8 @@
 """The classic protocol's requests (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) to whichever
 group holds the id: a classic group (``classic``), or a consumer group (KIP-848) whose classic
-members use these APIs, a mixed group (``consumer.migration``). Kafka's ``GroupMetadataManager``
+members use these APIs, a mixed group (``consumer.migration``). An empty streams group is
+replaced by the classic group; a non-empty one, or a share group, is
+INCONSISTENT_GROUP_PROTOCOL. Kafka's ``GroupMetadataManager``
 branches the same way (``classicGroupJoinToConsumerGroup`` and friends).
 """
 
@@ -18,6 +20,8 @@ from .classic.model import ClassicGroup
 from .classic.session import HeartbeatRequest
 from .consumer import migration
 from .consumer.model import ConsumerGroup
+from .streams import records as streams_records
+from .streams.model import StreamsGroup
 
 
 def _consumer_group(shard: Any, group_id: str) -> ConsumerGroup | None:
@@ -31,7 +35,9 @@ def join(shard: Any, request: JoinRequest, now: int) -> Result:
     INCONSISTENT_GROUP_PROTOCOL (after the checks every JoinGroup passes first)."""
     error = classic_join.validate_join(request, shard.classic_config)
     group = shard.groups.get(request.group_id)
-    if error is None and group is not None and not isinstance(group, ClassicGroup | ConsumerGroup):
+    if error is None and group is not None and not isinstance(
+            group, ClassicGroup | ConsumerGroup) and not (
+            isinstance(group, StreamsGroup) and not group.members):
         error = ErrorCode.inconsistent_group_protocol
     if error is not None:
         return Result((), JoinOutcome(error, request.member_id))
@@ -39,6 +45,10 @@ def join(shard: Any, request: JoinRequest, now: int) -> Result:
         if group.members:
             return migration.classic_join(shard, migration.env(), group, request, now)
         return classic_join.join(shard, request, now, replacing=group.tombstones())
+    if isinstance(group, StreamsGroup) and not group.members:
+        # An empty streams group makes way for the classic group, as in Kafka.
+        return classic_join.join(shard, request, now,
+                                 replacing=streams_records.group_tombstones(group))
     return classic_join.join(shard, request, now)
 
 

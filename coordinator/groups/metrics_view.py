@@ -11,6 +11,7 @@ from coordinator.observability.collector import GroupView, SharePartitionView
 from .classic.model import ClassicGroup
 from .consumer.model import ConsumerGroup
 from .share.model import ShareGroup
+from .streams.model import StreamsGroup
 
 
 def view(group: Any) -> GroupView:
@@ -21,6 +22,9 @@ def view(group: Any) -> GroupView:
         return GroupView("classic", group.state.value.lower())
     if isinstance(group, ShareGroup):
         return GroupView("share", group.state.value.lower())
+    if isinstance(group, StreamsGroup):
+        return GroupView("streams", group.state.value.lower(), group_epoch=group.group_epoch,
+                         assignment_epoch=group.assignment_epoch)
     return GroupView(str(getattr(group, "group_type", type(group).__name__)).lower(), "")
 
 

@@ -53,6 +53,8 @@ from .consumer import replay as consumer_replay
 from .share import heartbeat as share_heartbeat
 from .share import replay as share_replay
 from .share import state_records as share_state
+from .streams import heartbeat as streams_heartbeat
+from .streams import replay as streams_replay
 
 REPLAYED: tuple[tuple[type, Replayer], ...] = (
     # offsets (all group types)
@@ -77,6 +79,13 @@ REPLAYED: tuple[tuple[type, Replayer], ...] = (
     (ShareGroupStatePartitionMetadataKey, share_replay.state_partition_metadata),
     (ShareSnapshotKey, share_state.replay_snapshot),  # share-partition state (1002)
     (ShareUpdateKey, share_state.replay_update),  # and its deltas (1003)
+    # streams groups (KIP-1071)
+    (StreamsGroupMetadataKey, streams_replay.group_metadata),
+    (StreamsGroupMemberMetadataKey, streams_replay.member_metadata),
+    (StreamsGroupTopologyKey, streams_replay.topology),
+    (StreamsGroupTargetAssignmentMetadataKey, streams_replay.target_metadata),
+    (StreamsGroupTargetAssignmentMemberKey, streams_replay.target_member),
+    (StreamsGroupCurrentMemberAssignmentKey, streams_replay.current_assignment),
     # per-group configs (all group types)
     (GroupConfigKey, group_configs.replay),
 )
@@ -84,15 +93,9 @@ REPLAYED: tuple[tuple[type, Replayer], ...] = (
 
 REPLAYERS: Mapping[type, Replayer] = dict(REPLAYED)
 
-_STREAMS = "streams groups (KIP-1071) are not served yet"
 NOT_REPLAYED: Mapping[type, str] = {
-    StreamsGroupMetadataKey: _STREAMS,
-    StreamsGroupPartitionMetadataKey: _STREAMS,
-    StreamsGroupMemberMetadataKey: _STREAMS,
-    StreamsGroupTargetAssignmentMetadataKey: _STREAMS,
-    StreamsGroupTargetAssignmentMemberKey: _STREAMS,
-    StreamsGroupCurrentMemberAssignmentKey: _STREAMS,
-    StreamsGroupTopologyKey: _STREAMS,
+    StreamsGroupPartitionMetadataKey: "removed in Kafka 4.1 (KAFKA-17747): read from older "
+                                      "stores, not needed",
     TopicMetadataKey: "written to __cluster_metadata-0, not to a coordinator partition; "
                       "coordinator.metadata.log replays it",
 }
@@ -102,6 +105,7 @@ LOAD_HOOKS: tuple[LoadHook, ...] = (
     consumer_heartbeat.rearm_on_load,  # session and rebalance timeouts of consumer members
     classic_session.arm_loaded_sessions,  # session timeouts of classic members
     share_heartbeat.rearm_on_load,  # session timeouts of share members
+    streams_heartbeat.rearm_on_load,  # session and rebalance timeouts of streams members
     expiration.arm,  # the offsets-retention check (KIP-211)
 )
 """What runs, in this order, once a partition's log is replayed."""

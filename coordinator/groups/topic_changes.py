@@ -1,5 +1,6 @@
 """Topic changes reach groups: a topic created or deleted, or partitions added, bump the epoch of
-every consumer and share group subscribed to it, through a write on each coordinator partition.
+every consumer and share group subscribed to it (a streams group configures its topology again
+at its next heartbeat), through a write on each coordinator partition.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from .consumer import heartbeat as consumer_heartbeat
 from .consumer.env import ConsumerGroupEnv
 from .share import heartbeat as share_heartbeat
 from .share.env import ShareGroupEnv
+from .streams import heartbeat as streams_heartbeat
+from .streams.env import StreamsGroupEnv
 
 log = get_logger("coordinator.groups.consumer_topics")
 
@@ -24,7 +27,8 @@ Refresh = Callable[[Any, int, str], Result]
 """``(shard, now_ms, topic name) -> Result``: one group type's reaction to a topic change."""
 
 
-def refreshers(consumer: ConsumerGroupEnv, share: ShareGroupEnv) -> list[Refresh]:
+def refreshers(consumer: ConsumerGroupEnv, share: ShareGroupEnv,
+               streams: StreamsGroupEnv) -> list[Refresh]:
     """What each group type does when a topic changes."""
 
     def consumer_groups(shard: Any, now: int, topic: str) -> Result:
@@ -33,7 +37,10 @@ def refreshers(consumer: ConsumerGroupEnv, share: ShareGroupEnv) -> list[Refresh
     def share_groups(shard: Any, now: int, topic: str) -> Result:
         return share_heartbeat.refresh_subscription_metadata(shard, now, share, topic)
 
-    return [consumer_groups, share_groups]
+    def streams_groups(shard: Any, now: int, topic: str) -> Result:
+        return streams_heartbeat.refresh_subscription_metadata(shard, now, streams, topic)
+
+    return [consumer_groups, share_groups, streams_groups]
 
 
 def _combined(results: Sequence[Result]) -> Result:

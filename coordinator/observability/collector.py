@@ -6,7 +6,7 @@ Two kinds of metrics, all named as the JMX exporter names Kafka's
 
 * **State, read at scrape time** by a collector: ``group-count{protocol}``,
   ``consumer-group-count{state}``, ``classic-group-count{state}``, ``share-group-count{state}``,
-  ``partition-count{state}``,
+  ``streams-group-count{state}``, ``partition-count{state}``,
   ``event-queue-size``, ``partition-load-time-max/-avg``, ``offset-count``,
   ``target-assignment-epoch{group}``, ``group-epoch{group}``,
   ``consumer-lag{group,topic,partition}`` (log end offset minus committed offset, for the
@@ -53,7 +53,8 @@ CONSUMER_GROUP_STATES = ("empty", "assigning", "reconciling", "stable", "dead")
 CLASSIC_GROUP_STATES = ("empty", "preparingrebalance", "completingrebalance", "stable", "dead")
 PARTITION_STATES = ("loading", "active", "failed")
 SHARE_GROUP_STATES = ("empty", "stable", "dead")
-PROTOCOLS = ("classic", "consumer", "share")
+STREAMS_GROUP_STATES = ("empty", "notready", "assigning", "reconciling", "stable", "dead")
+PROTOCOLS = ("classic", "consumer", "share", "streams")
 SHARE_METRICS = "kafka.server:type=ShareGroupMetrics"
 SHARE_PARTITION_METRICS = "kafka.server:type=SharePartitionMetrics"
 """The MBean type of Kafka's broker-side share group metrics."""
@@ -141,6 +142,8 @@ class Observability:
                                   "Consumer group rebalances (group epoch bumps)")
         self.share_rebalances = r.meter("share-group-rebalance",
                                         "Share group rebalances (group epoch bumps)")
+        self.streams_rebalances = r.meter("streams-group-rebalance",
+                                          "Streams group rebalances (group epoch bumps)")
         self.share_acquired = r.meter("RecordsAcquiredPerSec",
                                       "Share records acquired by members", group=SHARE_METRICS)
         self.share_lock_timeouts = r.meter(
@@ -254,7 +257,8 @@ class Observability:
         protocols = dict.fromkeys(PROTOCOLS, 0)
         states = {"consumer": dict.fromkeys(CONSUMER_GROUP_STATES, 0),
                   "classic": dict.fromkeys(CLASSIC_GROUP_STATES, 0),
-                  "share": dict.fromkeys(SHARE_GROUP_STATES, 0)}
+                  "share": dict.fromkeys(SHARE_GROUP_STATES, 0),
+                  "streams": dict.fromkeys(STREAMS_GROUP_STATES, 0)}
         per_group: list[Measurement] = []
         lags: list[Measurement] = []
         offsets = 0
@@ -290,6 +294,8 @@ class Observability:
                 for s, n in states["classic"].items()]
         out += [_m("share-group-count", n, "Share groups by state", state=s)
                 for s, n in states["share"].items()]
+        out += [_m("streams-group-count", n, "Streams groups by state", state=s)
+                for s, n in states["streams"].items()]
         out.append(_m("offset-count", offsets, "Committed offsets held"))
         return out + per_group + lags
 

@@ -39,6 +39,8 @@ class Sensors(Protocol):
     @property
     def share_rebalances(self) -> _Count: ...
     @property
+    def streams_rebalances(self) -> _Count: ...
+    @property
     def share_acquired(self) -> _Count: ...
     @property
     def share_lock_timeouts(self) -> _Count: ...
@@ -84,6 +86,12 @@ def record_rebalance(group_id: str) -> None:
     """A consumer group's epoch was bumped (a new rebalance starts)."""
     if _attached is not None:
         _attached.rebalances.record(1)
+
+
+def record_streams_rebalance(group_id: str) -> None:
+    """A streams group's epoch was bumped by a heartbeat."""
+    if _attached is not None:
+        _attached.streams_rebalances.record(1)
 
 
 def record_share_rebalance(group_id: str) -> None:

@@ -67,7 +67,8 @@ class StreamsGroupMetadataValue:
     epoch: int = f(INT32)
     metadata_hash: int = f(INT64, default=0)
     validated_topology_epoch: int = f(INT32, default=-1)
-    assignment_configs: tuple[KeyValue, ...] = f(Array(Struct(KeyValue)), default=())
+    assignment_configs: tuple[KeyValue, ...] = f(Array(Struct(KeyValue)), default=(),
+                                                  name="LastAssignmentConfigs")
 
 
 @codec

@@ -1,5 +1,6 @@
 """Drive the real server with real clients: a classic group, a consumer-protocol group scaling
-up and down, a share group (KIP-932) scaling up and down while it consumes, and plain offset
+up and down, a share group (KIP-932) scaling up and down while it consumes, a streams group
+(KIP-1071, protocol-level members: ``streams_driver``) scaling up and down, and plain offset
 commits. Used by ``test_scenario.py``."""
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from kio.schema.share_group_describe.v1.request import ShareGroupDescribeRequest
 
 import protocol
 from tests.harness import wait_until
+from tests.pipeline import streams_driver
 
 OVERRIDES = {
     "group.consumer.session.timeout.ms": "6000",
@@ -33,6 +35,9 @@ OVERRIDES = {
     "group.share.min.heartbeat.interval.ms": "100",
     "group.share.assignment.interval.ms": "0",
     "group.initial.rebalance.delay.ms": "0",
+    "group.streams.initial.rebalance.delay.ms": "0",
+    "group.streams.assignment.interval.ms": "200",  # STREAMS_INTERVAL_MS
+    "group.streams.num.standby.replicas": "1",
 }
 CLASSIC_GROUP = "classic-app"
 CONSUMER_GROUP = "scaling-app"
@@ -40,6 +45,11 @@ SHARE_GROUP = "queue-app"
 COMMIT_GROUP = "committer"
 PARTITIONS = 6
 SHARE_RECORDS = 60  # produced once the share group has 3 members, all consumed
+STREAMS_GROUP = "streams-app"
+STREAMS_INTERVAL_MS = 200
+STREAMS_TASKS = 2 * PARTITIONS  # subtopology 0 reads the topic, 1 its repartition topic
+STREAMS_STANDBY = PARTITIONS  # subtopology 1 is stateful: a standby of each task (2+ processes)
+STREAMS_INTERNAL_TOPICS = (f"{STREAMS_GROUP}-repartition", f"{STREAMS_GROUP}-store-changelog")
 
 
 @dataclass
@@ -233,6 +243,32 @@ def share_group(bootstrap: str, topic: str) -> None:
     members[0].close()
     wait_until(lambda: not describe_share_group(bootstrap, SHARE_GROUP).members, 30,
                interval=0.1, message="share group to be empty")
+
+
+def streams_group(bootstrap: str, topic: str) -> list[tuple[int, int]]:
+    """A streams group of protocol-level members scaling 1 -> 3 -> 1, then the last leaves
+    (the coordinator creates the topology's internal topics on the way). Returns (group epoch,
+    members) of each step once the group is Stable."""
+    members: list[streams_driver.StreamsMember] = []
+    steps: list[tuple[int, int]] = []
+    topology = streams_driver.topology(STREAMS_GROUP, topic)
+
+    def settle(message: str) -> None:
+        standby = STREAMS_STANDBY if len(members) > 1 else 0
+        epoch = wait_until(partial(streams_driver.settled, bootstrap, STREAMS_GROUP, members,
+                                   STREAMS_TASKS, standby), 30, interval=0.05, message=message)
+        steps.append((epoch, len(members)))
+
+    for _ in range(3):
+        members.append(streams_driver.StreamsMember(bootstrap, STREAMS_GROUP, topology))
+        settle("streams group to scale up")
+    for _ in range(2):
+        members.pop(0).leave()
+        settle("streams group to scale down")
+    members.pop().leave()
+    wait_until(lambda: not streams_driver.describe(bootstrap, STREAMS_GROUP).members, 30,
+               interval=0.05, message="streams group to be empty")
+    return steps
 
 
 def plain_commits(bootstrap: str, topic: str) -> None:

@@ -21,13 +21,20 @@ def rec(kind: str, ts: int, **fields: Any) -> dict[str, Any]:
     row = {"type": kind, "timestamp": ts, "offset": _offset, "partition": 0,
            "tombstone": False, "member_id": None, "epoch": None, "member_state": None,
            "assignment_timestamp": None, "partitions": None, "subscribed_topics": None,
-           "protocol_type": None, "classic_members": None}
+           "protocol_type": None, "classic_members": None, "active_tasks": None,
+           "standby_tasks": None}
     row.update(fields)
     return row
 
 
 def tp(*parts: int) -> list[dict[str, Any]]:
     return [{"topic_id": "T", "partitions": list(parts)}]
+
+
+def tasks(**by_subtopology: list[int]) -> list[dict[str, Any]]:
+    """Streams tasks, ``tasks(s0=[0, 1])`` for subtopology "0" (as in a target record)."""
+    return [{"subtopology_id": s.removeprefix("s"), "partitions": p, "assignment_epochs": None}
+            for s, p in by_subtopology.items()]
 
 
 def test_moved_counts_only_partitions_that_change_owner() -> None:
@@ -183,3 +190,145 @@ def test_share_and_consumer_groups_of_one_id_stay_apart() -> None:
         ("consumer", "dead", 0), ("share", "live", 1)]
     assert [(r["group_type"], r["member_id"], r["event"]) for r in out.timeline] == [
         ("consumer", "a", "joined"), ("consumer", "a", "left"), ("share", "b", "joined")]
+
+
+def test_consumer_group_emptied_without_a_target() -> None:
+    """The last member leaving a consumer group bumps the epoch and writes no target: that
+    rebalance is ``empty`` (all members gone), not ``incomplete``."""
+    rows = [
+        rec("ConsumerGroupMemberMetadata", 100, member_id="a", subscribed_topics=["t"]),
+        rec("ConsumerGroupMetadata", 100, epoch=1),
+        rec("ConsumerGroupTargetAssignmentMember", 110, member_id="a", partitions=tp(0)),
+        rec("ConsumerGroupTargetAssignmentMetadata", 110, epoch=1, assignment_timestamp=110),
+        rec("ConsumerGroupCurrentMemberAssignment", 150, member_id="a", epoch=1,
+            member_state=0, partitions=tp(0)),
+        rec("ConsumerGroupCurrentMemberAssignment", 900, member_id="a", tombstone=True),
+        rec("ConsumerGroupTargetAssignmentMember", 900, member_id="a", tombstone=True),
+        rec("ConsumerGroupMemberMetadata", 900, member_id="a", tombstone=True),
+        rec("ConsumerGroupMetadata", 900, epoch=2),
+    ]
+    out = replay_group("s", "g", rows)
+    assert [(r["epoch"], r["status"], r["started_ms"], r["completed_ms"])
+            for r in out.rebalances] == [(1, "completed", 100, 150), (2, "empty", 900, None)]
+    assert [(r["standby_tasks"], r["standby_tasks_moved"]) for r in out.runs] == [(None, None)]
+    (state,) = out.state
+    assert (state["state"], state["epoch"], state["members"]) == ("empty", 2, 0)
+
+
+def streams_join(ts: int, member: str, epoch: int, topology: bool = False
+                 ) -> list[dict[str, Any]]:
+    rows = [rec("StreamsGroupMemberMetadata", ts, member_id=member)]
+    if topology:
+        rows.append(rec("StreamsGroupTopology", ts, subscribed_topics=["clicks", "app-repart"]))
+    return [*rows, rec("StreamsGroupMetadata", ts, epoch=epoch)]
+
+
+def streams_target(ts: int, epoch: int, at: int, **members: tuple[Any, Any] | None
+                   ) -> list[dict[str, Any]]:
+    """Target records of the members whose target changed ((active, standby) or None: a
+    tombstone), then the metadata."""
+    rows = [rec("StreamsGroupTargetAssignmentMember", ts, member_id=m, tombstone=t is None,
+                active_tasks=None if t is None else t[0],
+                standby_tasks=None if t is None else t[1]) for m, t in members.items()]
+    return [*rows, rec("StreamsGroupTargetAssignmentMetadata", ts, epoch=epoch,
+                       assignment_timestamp=at)]
+
+
+def streams_current(ts: int, member: str, epoch: int, state: int = 1) -> dict[str, Any]:
+    """A current assignment record (streams MemberState: 1 Stable, 2 UnrevokedTasks,
+    3 UnreleasedTasks)."""
+    return rec("StreamsGroupCurrentMemberAssignment", ts, member_id=member, epoch=epoch,
+               member_state=state)
+
+
+def streams_leave(ts: int, member: str, epoch: int) -> list[dict[str, Any]]:
+    return [rec(kind, ts, member_id=member, tombstone=True)
+            for kind in ("StreamsGroupCurrentMemberAssignment",
+                         "StreamsGroupTargetAssignmentMember", "StreamsGroupMemberMetadata")
+            ] + [rec("StreamsGroupMetadata", ts, epoch=epoch)]
+
+
+def test_streams_group_runs_rebalances_and_timeline() -> None:
+    """A streams group as the coordinator writes it: tasks (subtopology, partition) moved
+    counted on the active tasks' owners, standby tasks on their own; members Stable at state 1
+    (2 and 3 are still reconciling); only members whose target changed get a target record; a
+    topology change superseding a leave's epoch; the last members leaving with no target."""
+    rows = [
+        *streams_join(100, "a", 2, topology=True), streams_current(100, "a", 1),
+        *streams_target(105, 2, 106, a=(tasks(s0=[0, 1], s1=[0, 1]), [])),
+        streams_current(200, "a", 2),
+        # b joins: a gives up (0, 1) and (1, 1); standbys appear
+        *streams_join(1000, "b", 3),
+        *streams_target(1000, 3, 1001, a=(tasks(s0=[0], s1=[0]), tasks(s1=[1])),
+                        b=(tasks(s0=[1], s1=[1]), tasks(s1=[0]))),
+        streams_current(1000, "b", 3, state=3),  # waits for a to release its tasks
+        streams_current(1100, "a", 2, state=2),  # a has tasks to revoke, at its old epoch
+        streams_current(1200, "a", 3), streams_current(1300, "b", 3),
+        # c joins: takes (0, 0) active from a and a's standby (1, 1); b's target is unchanged
+        *streams_join(2000, "c", 4),
+        *streams_target(2000, 4, 2002, a=(tasks(s1=[0]), []),
+                        c=(tasks(s0=[0]), tasks(s1=[1]))),
+        streams_current(2000, "c", 4, state=3), streams_current(2100, "a", 4),
+        streams_current(2200, "c", 4), streams_current(2300, "b", 4),
+        # b leaves (epoch 5); the validated topology changes before a target (epoch 6)
+        *streams_leave(3000, "b", 5), rec("StreamsGroupMetadata", 3050, epoch=6),
+        *streams_target(3100, 6, 3100, a=(tasks(s0=[1], s1=[0]), tasks(s1=[1])),
+                        c=(tasks(s0=[0], s1=[1]), tasks(s1=[0]))),
+        streams_current(3150, "a", 6), streams_current(3200, "c", 6),
+        # everyone leaves: epoch bumps, no target
+        *streams_leave(4000, "a", 7), *streams_leave(4100, "c", 8),
+    ]
+    out = replay_group("s", "app", rows)
+    assert {r["group_type"] for r in out.runs + out.timeline + out.rebalances + out.state} == {
+        "streams"}
+    assert [(r["epoch"], r["members"], r["partitions"], r["partitions_moved"],
+             r["standby_tasks"], r["standby_tasks_moved"], r["timestamp"],
+             r["record_timestamp"], r["since_previous_ms"], r["epoch_bump_ms"])
+            for r in out.runs] == [
+        (2, 1, 4, 0, 0, 0, 106, 105, None, 100),
+        (3, 2, 4, 2, 2, 0, 1001, 1000, 895, 1000),  # (0,1), (1,1): a -> b; standbys new
+        (4, 3, 4, 1, 2, 1, 2002, 2000, 1001, 2000),  # (0,0): a -> c; standby (1,1): a -> c
+        (6, 2, 4, 2, 2, 2, 3100, 3100, 1098, 3050),  # b's tasks to a and c; both standbys
+    ]
+    assert [(r["epoch"], r["status"], r["started_ms"], r["target_ms"], r["duration_ms"])
+            for r in out.rebalances] == [
+        (2, "completed", 100, 106, 100), (3, "completed", 1000, 1001, 300),
+        (4, "completed", 2000, 2002, 300), (5, "superseded", 3000, None, None),
+        (6, "completed", 3050, 3100, 150), (7, "empty", 4000, None, None),
+        (8, "empty", 4100, None, None)]
+    assert [(r["member_id"], r["event"], r["epoch"], r["timestamp"]) for r in out.timeline] == [
+        ("a", "joined", None, 100), ("a", "epoch", 1, 100), ("a", "epoch", 2, 200),
+        ("b", "joined", None, 1000), ("b", "epoch", 3, 1000), ("a", "epoch", 3, 1200),
+        ("c", "joined", None, 2000), ("c", "epoch", 4, 2000), ("a", "epoch", 4, 2100),
+        ("b", "epoch", 4, 2300), ("b", "left", None, 3000), ("a", "epoch", 6, 3150),
+        ("c", "epoch", 6, 3200), ("a", "left", None, 4000), ("c", "left", None, 4100)]
+    (state,) = out.state
+    assert (state["state"], state["state_timestamp"], state["epoch"], state["members"],
+            state["subscribed_topics"], state["protocol_type"]) == (
+        "empty", 4100, 8, 0, ["app-repart", "clicks"], "streams")
+
+
+def test_streams_group_deleted_and_other_types_apart() -> None:
+    """A streams group deleted (Kafka's tombstone order: current, target, target metadata,
+    members, group metadata, topology) is dead with no topics; a consumer group of the same
+    id before it keeps its own rows."""
+    rows = [
+        rec("ConsumerGroupMemberMetadata", 10, member_id="x", subscribed_topics=["t"]),
+        rec("ConsumerGroupMetadata", 10, epoch=1),
+        *streams_join(20, "a", 2, topology=True), streams_current(20, "a", 1),
+        *streams_target(25, 2, 25, a=(tasks(s0=[0]), [])), streams_current(30, "a", 2),
+        rec("StreamsGroupCurrentMemberAssignment", 40, member_id="a", tombstone=True),
+        rec("StreamsGroupTargetAssignmentMember", 40, member_id="a", tombstone=True),
+        rec("StreamsGroupTargetAssignmentMetadata", 40, tombstone=True),
+        rec("StreamsGroupMemberMetadata", 40, member_id="a", tombstone=True),
+        rec("StreamsGroupMetadata", 40, tombstone=True),
+        rec("StreamsGroupTopology", 40, tombstone=True),
+    ]
+    out = replay_group("s", "g", rows)
+    assert [(r["group_type"], r["state"], r["members"], r["subscribed_topics"])
+            for r in out.state] == [("consumer", "live", 1, ["t"]), ("streams", "dead", 0, [])]
+    assert [(r["group_type"], r["epoch"], r["status"]) for r in out.rebalances] == [
+        ("streams", 2, "completed"), ("consumer", 1, "incomplete")]
+    assert [(r["group_type"], r["member_id"], r["event"]) for r in out.timeline] == [
+        ("consumer", "x", "joined"), ("streams", "a", "joined"), ("streams", "a", "epoch"),
+        ("streams", "a", "epoch"), ("streams", "a", "left")]

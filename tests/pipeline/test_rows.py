@@ -33,6 +33,24 @@ from storage.records import (
     ShareStateBatch,
     ShareUpdateKey,
     ShareUpdateValue,
+    StreamsGroupCurrentMemberAssignmentKey,
+    StreamsGroupCurrentMemberAssignmentValue,
+    StreamsGroupMemberMetadataKey,
+    StreamsGroupMemberMetadataValue,
+    StreamsGroupMetadataKey,
+    StreamsGroupMetadataValue,
+    StreamsGroupPartitionMetadataKey,
+    StreamsGroupPartitionMetadataValue,
+    StreamsGroupTargetAssignmentMemberKey,
+    StreamsGroupTargetAssignmentMemberValue,
+    StreamsGroupTargetAssignmentMetadataKey,
+    StreamsGroupTargetAssignmentMetadataValue,
+    StreamsGroupTopologyKey,
+    StreamsGroupTopologyValue,
+    StreamsTopicInfo,
+    Subtopology,
+    TaskIds,
+    TaskIdsWithEpochs,
     TopicMetadata,
     TopicPartitions,
     encode_record,
@@ -126,3 +144,93 @@ def test_share_group_records_fill_their_columns() -> None:
     for i in (9, 10):
         assert rows[i]["tombstone"] and rows[i]["member_id"] == m and rows[i]["epoch"] is None
         assert rows[i]["subscribed_topics"] is None and rows[i]["partitions"] is None
+
+
+def test_streams_group_records_fill_their_columns() -> None:
+    """Streams group records (types 17 to 23, the real record classes): tasks by subtopology in
+    the task columns (record 22's with the active tasks' assignment epochs), the topology's
+    source and repartition source topics in ``subscribed_topics``, type 18 read with its
+    topics, and tombstones keeping their key."""
+    topic = uuid.UUID(int=7)
+    g, m = "app", "member-1"
+    topology = StreamsGroupTopologyValue(epoch=1, subtopologies=(
+        Subtopology(subtopology_id="0", source_topics=("clicks",),
+                    repartition_sink_topics=("app-repart",)),
+        Subtopology(subtopology_id="1", repartition_source_topics=(
+            StreamsTopicInfo(name="app-repart", partitions=4),), state_changelog_topics=(
+            StreamsTopicInfo(name="app-store-changelog"),)),
+    ))
+    pairs: list[tuple[Any, Any]] = [
+        (StreamsGroupMemberMetadataKey(group_id=g, member_id=m), StreamsGroupMemberMetadataValue(
+            client_id="c1", client_host="/h", rebalance_timeout_ms=30000, topology_epoch=1,
+            process_id="p1")),
+        (StreamsGroupTopologyKey(group_id=g), topology),
+        (StreamsGroupMetadataKey(group_id=g), StreamsGroupMetadataValue(
+            epoch=3, metadata_hash=99, validated_topology_epoch=1)),
+        (StreamsGroupPartitionMetadataKey(group_id=g), StreamsGroupPartitionMetadataValue(
+            topics=(TopicMetadata(topic_id=topic, topic_name="clicks", num_partitions=4),))),
+        (StreamsGroupTargetAssignmentMemberKey(group_id=g, member_id=m),
+         StreamsGroupTargetAssignmentMemberValue(
+             active_tasks=(TaskIds(subtopology_id="0", partitions=(0, 2)),
+                           TaskIds(subtopology_id="1", partitions=(1,))),
+             standby_tasks=(TaskIds(subtopology_id="1", partitions=(3,)),))),
+        (StreamsGroupTargetAssignmentMetadataKey(group_id=g),
+         StreamsGroupTargetAssignmentMetadataValue(assignment_epoch=3, timestamp=1234)),
+        (StreamsGroupCurrentMemberAssignmentKey(group_id=g, member_id=m),
+         StreamsGroupCurrentMemberAssignmentValue(
+             member_epoch=3, previous_member_epoch=2, state=2,
+             active_tasks=(TaskIdsWithEpochs(subtopology_id="0", partitions=(0, 2),
+                                             assignment_epochs=(2, 3)),),
+             standby_tasks=(TaskIdsWithEpochs(subtopology_id="1", partitions=(3,)),),
+             active_tasks_pending_revocation=(TaskIdsWithEpochs(
+                 subtopology_id="1", partitions=(2,), assignment_epochs=(2,)),))),
+        (StreamsGroupCurrentMemberAssignmentKey(group_id=g, member_id=m), None),
+        (StreamsGroupTargetAssignmentMemberKey(group_id=g, member_id=m), None),
+        (StreamsGroupMemberMetadataKey(group_id=g, member_id=m), None),
+        (StreamsGroupMetadataKey(group_id=g), None),
+        (StreamsGroupTopologyKey(group_id=g), None),
+    ]
+    records = [(i, 100 + i, *encode_record(k, v)) for i, (k, v) in enumerate(pairs)]
+    (batch,) = list(record_batches("s", "__consumer_offsets", 1, records))
+    assert batch.schema == ARROW_SCHEMA
+    rows = {r["offset"]: r for r in batch.to_pylist()}
+    assert [(rows[i]["type_id"], rows[i]["type"]) for i in range(len(pairs))] == [
+        (19, "StreamsGroupMemberMetadata"), (23, "StreamsGroupTopology"),
+        (17, "StreamsGroupMetadata"), (18, "StreamsGroupPartitionMetadata"),
+        (21, "StreamsGroupTargetAssignmentMember"), (20, "StreamsGroupTargetAssignmentMetadata"),
+        (22, "StreamsGroupCurrentMemberAssignment"), (22, "StreamsGroupCurrentMemberAssignment"),
+        (21, "StreamsGroupTargetAssignmentMember"), (19, "StreamsGroupMemberMetadata"),
+        (17, "StreamsGroupMetadata"), (23, "StreamsGroupTopology")]
+    assert all(r["group_id"] == g for r in rows.values())
+    member = rows[0]
+    assert (member["member_id"], member["client_id"], member["rebalance_timeout_ms"],
+            member["topology_epoch"], member["process_id"], member["instance_id"],
+            member["subscribed_topics"]) == (m, "c1", 30000, 1, "p1", None, None)
+    assert (rows[1]["topology_epoch"], rows[1]["subscribed_topics"]) == (
+        1, ["app-repart", "clicks"])
+    assert (rows[2]["epoch"], rows[2]["topology_epoch"]) == (3, 1)
+    assert rows[3]["topics"] == [{"topic_id": kafka_uuid_str(topic), "topic_name": "clicks",
+                                  "num_partitions": 4}]
+    target = rows[4]
+    assert (target["member_id"], target["partitions"], target["warmup_tasks"]) == (m, None, [])
+    assert target["active_tasks"] == [
+        {"subtopology_id": "0", "partitions": [0, 2], "assignment_epochs": None},
+        {"subtopology_id": "1", "partitions": [1], "assignment_epochs": None}]
+    assert target["standby_tasks"] == [
+        {"subtopology_id": "1", "partitions": [3], "assignment_epochs": None}]
+    assert (rows[5]["epoch"], rows[5]["assignment_timestamp"]) == (3, 1234)
+    current = rows[6]
+    assert (current["member_id"], current["epoch"], current["previous_epoch"],
+            current["member_state"], current["partitions"]) == (m, 3, 2, 2, None)
+    assert current["active_tasks"] == [
+        {"subtopology_id": "0", "partitions": [0, 2], "assignment_epochs": [2, 3]}]
+    assert current["standby_tasks"] == [
+        {"subtopology_id": "1", "partitions": [3], "assignment_epochs": []}]
+    assert current["pending_tasks"] == [
+        {"subtopology_id": "1", "partitions": [2], "assignment_epochs": [2]}]
+    for i in (7, 8, 9):
+        assert rows[i]["tombstone"] and rows[i]["member_id"] == m, i
+        assert rows[i]["epoch"] is None and rows[i]["active_tasks"] is None, i
+    for i in (10, 11):
+        assert rows[i]["tombstone"] and rows[i]["member_id"] is None, i
+        assert rows[i]["epoch"] is None and rows[i]["subscribed_topics"] is None, i

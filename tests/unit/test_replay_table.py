@@ -12,6 +12,7 @@ from collections import Counter
 from coordinator.groups import replay
 from coordinator.groups.classic.model import ClassicGroup
 from coordinator.groups.consumer.model import ConsumerGroup
+from coordinator.groups.streams.model import StreamsGroup
 from storage.records import (
     RECORD_TYPES,
     ConsumerGroupMetadataKey,
@@ -23,6 +24,8 @@ from storage.records import (
     ShareUpdateValue,
     StreamsGroupMetadataKey,
     StreamsGroupMetadataValue,
+    StreamsGroupPartitionMetadataKey,
+    StreamsGroupPartitionMetadataValue,
 )
 
 
@@ -49,9 +52,12 @@ def test_a_new_shard_replays_with_the_table_and_runs_the_load_hooks() -> None:
     shard.replay(1, ConsumerGroupMetadataKey(group_id="k"), ConsumerGroupMetadataValue(epoch=2))
     assert isinstance(shard.groups["c"], ClassicGroup)
     assert isinstance(shard.groups["k"], ConsumerGroup)
-    # a type listed as not replayed is skipped (logged), the shard goes on
     shard.replay(2, StreamsGroupMetadataKey(group_id="s"), StreamsGroupMetadataValue(epoch=1))
-    assert "s" not in shard.groups and shard.last_offset == 2
+    assert isinstance(shard.groups["s"], StreamsGroup)
+    # a type listed as not replayed is skipped (logged), the shard goes on
+    shard.replay(2, StreamsGroupPartitionMetadataKey(group_id="p"),
+                 StreamsGroupPartitionMetadataValue(topics=()))
+    assert "p" not in shard.groups and shard.last_offset == 2
     # share-partition state goes to shard.share_partitions, not to the groups
     tid = uuid.UUID(int=5)
     shard.replay(3, ShareUpdateKey(group_id="sg", topic_id=tid, partition=1),

@@ -179,7 +179,20 @@ class ShareGroupOverrides:
     isolation_level: str = "read_uncommitted"
 
 
+@dataclass(frozen=True, slots=True)
+class StreamsGroupOverrides:
+    """What a streams group overrides; None means the broker's value."""
+
+    session_timeout_ms: int | None = None
+    heartbeat_interval_ms: int | None = None
+    num_standby_replicas: int | None = None
+    initial_rebalance_delay_ms: int | None = None
+    assignment_interval_ms: int | None = None
+    assignor_offload: bool | None = None
+
+
 _NO_CONSUMER_OVERRIDES = ConsumerGroupOverrides()
+_NO_STREAMS_OVERRIDES = StreamsGroupOverrides()
 _NO_SHARE_OVERRIDES = ShareGroupOverrides()
 
 
@@ -193,6 +206,12 @@ def share_overrides(shard: Any, group_id: str) -> ShareGroupOverrides:
     """The share group's overrides, parsed once per stored version."""
     return _cached(shard, group_id, "share_overrides_cache", _parse_share_overrides,
                    _NO_SHARE_OVERRIDES)
+
+
+def streams_overrides(shard: Any, group_id: str) -> StreamsGroupOverrides:
+    """The streams group's overrides, parsed once per stored version."""
+    return _cached(shard, group_id, "streams_overrides_cache", _parse_streams_overrides,
+                   _NO_STREAMS_OVERRIDES)
 
 
 T = TypeVar("T")
@@ -248,3 +267,15 @@ def _parse_share_overrides(stored: Mapping[str, str]) -> ShareGroupOverrides:
         partition_max_record_locks=parsed("share.partition.max.record.locks"),
         auto_offset_reset=parsed("share.auto.offset.reset") or "latest",
         isolation_level=parsed("share.isolation.level") or "read_uncommitted")
+
+
+def _parse_streams_overrides(stored: Mapping[str, str]) -> StreamsGroupOverrides:
+    parsed = _parser(stored)
+    interval = parsed("streams.assignment.interval.ms")
+    return StreamsGroupOverrides(
+        session_timeout_ms=parsed("streams.session.timeout.ms"),
+        heartbeat_interval_ms=parsed("streams.heartbeat.interval.ms"),
+        num_standby_replicas=parsed("streams.num.standby.replicas"),
+        initial_rebalance_delay_ms=parsed("streams.initial.rebalance.delay.ms"),
+        assignment_interval_ms=None if interval is None or interval == -1 else interval,
+        assignor_offload=parsed("streams.assignor.offload.enable"))

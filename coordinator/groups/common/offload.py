@@ -25,7 +25,7 @@ from coordinator.observability.logs import get_logger
 from coordinator.runtime import CoordinatorError, Result
 from coordinator.runtime.result import Record
 
-from .assignor_job import JobResult, PreparedJob, TopicIndexAssignment, run_job
+from .assignor_job import JobResult, PreparedJob, run_job
 
 log = get_logger("coordinator.groups.offload")
 
@@ -53,16 +53,43 @@ class AssignorRun:
     group: Any
     """The group object the run was started for (an ``OffloadedGroup``): identity tells a
     deleted or reloaded group."""
-    prepared: PreparedJob
+    prepared: Any
+    """The job (``prepared.job``) and what stays here to read its answer (``PreparedJob`` for
+    partition assignors)."""
     installer: Installer
+    runner: Callable[[Any], Any] = run_job
+    """What a worker runs with ``prepared.job`` (a module-level function: it is pickled)."""
 
 
 class Offloader(Protocol):
     def submit(self, partition: int, run: AssignorRun) -> None: ...
 
 
-def new_run(group: OffloadedGroup, prepared: PreparedJob, installer: Installer) -> AssignorRun:
-    return AssignorRun(next(_run_ids), group, prepared, installer)
+def new_run(group: OffloadedGroup, prepared: Any, installer: Installer,
+            runner: Callable[[Any], Any] = run_job) -> AssignorRun:
+    return AssignorRun(next(_run_ids), group, prepared, installer, runner)
+
+
+def start_run_effect(shard: Any, group_id: str, group_type: type[Any], prepared: Any,
+                     offloader: Offloader, installer: Installer,
+                     runner: Callable[[Any], Any] = run_job) -> Callable[[], None]:
+    """The effect that marks the group's run in flight and hands it to ``offloader``, for a
+    group of ``group_type`` (it runs after the heartbeat's records are applied, so a new group
+    exists by then; a group that is gone or has a run in flight already starts none)."""
+
+    def effect() -> None:
+        group: Any = shard.groups.get(group_id)
+        if not isinstance(group, group_type) or group.assignor_run is not None:
+            return
+        run = new_run(group, prepared, installer, runner)
+        group.assignor_run = run.run_id
+        try:
+            offloader.submit(shard.partition, run)
+        except Exception:
+            group.assignor_run = None
+            log.exception("could not offload the assignor run", group_id=group_id)
+
+    return effect
 
 
 def chunks(outcome: JobResult | BaseException) -> list[tuple[int, int]]:
@@ -80,7 +107,7 @@ def chunks(outcome: JobResult | BaseException) -> list[tuple[int, int]]:
     return out
 
 
-ChunkRecords = Callable[[Any, AssignorRun, "Sequence[tuple[str, TopicIndexAssignment]]"],
+ChunkRecords = Callable[[Any, AssignorRun, "Sequence[tuple[str, Any]]"],
                         list[Record]]
 """A group type's target records for a chunk of a result's changed members."""
 
@@ -149,7 +176,7 @@ class ExecutorOffloader:
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
 
-        self.executor.submit(run_job, run.prepared.job, done)
+        self.executor.submit(run.runner, run.prepared.job, done)
 
     async def _install(self, partition: int, run: AssignorRun, outcome: Any) -> None:
         try:

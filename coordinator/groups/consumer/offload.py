@@ -30,35 +30,23 @@ from coordinator.groups.common.assignor_job import (
     TopicIndexAssignment,
     to_assignment,
 )
-from coordinator.groups.common.offload import AssignorRun, Offloader, install_result, new_run
-from coordinator.observability.logs import get_logger
+from coordinator.groups.common.offload import (
+    AssignorRun,
+    Offloader,
+    install_result,
+    start_run_effect,
+)
 from coordinator.runtime import Result
 from coordinator.runtime.result import Record
 
 from . import records
 from .model import Assignment, ConsumerGroup
 
-log = get_logger("coordinator.groups.offload")
-
 
 def start_effect(shard: Any, group_id: str, prepared: PreparedJob, offloader: Offloader
                  ) -> Callable[[], None]:
-    """The effect that marks the group's run in flight and hands it to ``offloader`` (it runs
-    after the heartbeat's records are applied, so a new group exists by then)."""
-
-    def effect() -> None:
-        group = shard.groups.get(group_id)
-        if not isinstance(group, ConsumerGroup) or group.assignor_run is not None:
-            return
-        run = new_run(group, prepared, install)
-        group.assignor_run = run.run_id
-        try:
-            offloader.submit(shard.partition, run)
-        except Exception:
-            group.assignor_run = None
-            log.exception("could not offload the assignor run", group_id=group_id)
-
-    return effect
+    """The effect that starts the group's offloaded run (``common.offload``)."""
+    return start_run_effect(shard, group_id, ConsumerGroup, prepared, offloader, install)
 
 
 def install(shard: Any, now_ms: int, run: AssignorRun, outcome: JobResult | BaseException,

@@ -1,0 +1,150 @@
+"""Replay of streams group records into ``CoordinatorShard.groups``: one function per record
+type, named in ``coordinator.groups.replay``'s table. A record may come before its group's
+metadata record (compaction keeps the latest of each key, in log order), so every replayer but
+the tombstones creates the group it needs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import replace
+from typing import Any
+
+from storage.records import (
+    StreamsGroupCurrentMemberAssignmentKey,
+    StreamsGroupCurrentMemberAssignmentValue,
+    StreamsGroupMemberMetadataKey,
+    StreamsGroupMemberMetadataValue,
+    StreamsGroupMetadataKey,
+    StreamsGroupMetadataValue,
+    StreamsGroupTargetAssignmentMemberKey,
+    StreamsGroupTargetAssignmentMemberValue,
+    StreamsGroupTargetAssignmentMetadataKey,
+    StreamsGroupTargetAssignmentMetadataValue,
+    StreamsGroupTopologyKey,
+    StreamsGroupTopologyValue,
+    TaskIds,
+    TaskIdsWithEpochs,
+)
+
+from .model import (
+    Endpoint,
+    MemberState,
+    StreamsGroup,
+    StreamsGroupMember,
+    TaskEpochs,
+    Tasks,
+    TasksTuple,
+)
+from .topology import Topology
+
+
+def _group(shard: Any, group_id: str, create: bool = True) -> StreamsGroup | None:
+    group = shard.groups.get(group_id)
+    if isinstance(group, StreamsGroup):
+        return group
+    if not create:
+        return None
+    group = shard.groups[group_id] = StreamsGroup(group_id)
+    return group
+
+
+def _tasks(ids: Iterable[TaskIds | TaskIdsWithEpochs]) -> Tasks:
+    return {t.subtopology_id: frozenset(t.partitions) for t in ids if t.partitions}
+
+
+def _epochs(ids: Iterable[TaskIdsWithEpochs], default: int) -> TaskEpochs:
+    """Active tasks' assignment epochs; missing or mismatched ones default to the record's
+    member epoch, as Kafka replays them."""
+    out: dict[str, dict[int, int]] = {}
+    for t in ids:
+        epochs = t.assignment_epochs if len(t.assignment_epochs) == len(t.partitions) \
+            else (default,) * len(t.partitions)
+        out[t.subtopology_id] = dict(zip(t.partitions, epochs, strict=True))
+    return out
+
+
+def group_metadata(shard: Any, offset: int, key: StreamsGroupMetadataKey,
+                   value: StreamsGroupMetadataValue | None) -> None:
+    if value is None:
+        if isinstance(shard.groups.get(key.group_id), StreamsGroup):
+            del shard.groups[key.group_id]
+        return
+    group = _group(shard, key.group_id)
+    assert group is not None
+    group.group_epoch = value.epoch
+    group.metadata_hash = value.metadata_hash
+    group.validated_topology_epoch = value.validated_topology_epoch
+    group.assignment_configs = tuple((kv.key, kv.value) for kv in value.assignment_configs)
+
+
+def member_metadata(shard: Any, offset: int, key: StreamsGroupMemberMetadataKey,
+                    value: StreamsGroupMemberMetadataValue | None) -> None:
+    group = _group(shard, key.group_id, create=value is not None)
+    if group is None:
+        return
+    if value is None:
+        group.members.pop(key.member_id, None)
+        return
+    old = group.members.get(key.member_id) or StreamsGroupMember(key.member_id)
+    endpoint = value.user_endpoint
+    group.members[key.member_id] = replace(
+        old, instance_id=value.instance_id, rack_id=value.rack_id, client_id=value.client_id,
+        client_host=value.client_host, rebalance_timeout_ms=value.rebalance_timeout_ms,
+        topology_epoch=value.topology_epoch, process_id=value.process_id,
+        user_endpoint=None if endpoint is None else Endpoint(endpoint.host, endpoint.port),
+        client_tags=tuple((kv.key, kv.value) for kv in value.client_tags))
+
+
+def target_metadata(shard: Any, offset: int, key: StreamsGroupTargetAssignmentMetadataKey,
+                    value: StreamsGroupTargetAssignmentMetadataValue | None) -> None:
+    group = _group(shard, key.group_id, create=value is not None)
+    if group is None:
+        return
+    group.assignment_epoch = -1 if value is None else value.assignment_epoch
+    group.assignment_timestamp = 0 if value is None else value.timestamp
+
+
+def target_member(shard: Any, offset: int, key: StreamsGroupTargetAssignmentMemberKey,
+                  value: StreamsGroupTargetAssignmentMemberValue | None) -> None:
+    group = _group(shard, key.group_id, create=value is not None)
+    if group is None:
+        return
+    if value is None:
+        group.target.pop(key.member_id, None)
+        return
+    group.target[key.member_id] = TasksTuple(_tasks(value.active_tasks),
+                                             _tasks(value.standby_tasks),
+                                             _tasks(value.warmup_tasks))
+
+
+def current_assignment(shard: Any, offset: int, key: StreamsGroupCurrentMemberAssignmentKey,
+                       value: StreamsGroupCurrentMemberAssignmentValue | None) -> None:
+    group = _group(shard, key.group_id, create=value is not None)
+    if group is None or value is None:
+        return  # the member itself goes with its metadata tombstone
+    old = group.members.get(key.member_id) or StreamsGroupMember(key.member_id)
+    try:
+        state = MemberState(value.state)
+    except ValueError:
+        state = MemberState.UNKNOWN
+    epoch = value.member_epoch
+    group.members[key.member_id] = replace(
+        old, member_epoch=epoch, previous_member_epoch=value.previous_member_epoch,
+        state=state,
+        assigned=TasksTuple(_tasks(value.active_tasks), _tasks(value.standby_tasks),
+                            _tasks(value.warmup_tasks), _epochs(value.active_tasks, epoch)),
+        pending_revocation=TasksTuple(
+            _tasks(value.active_tasks_pending_revocation),
+            _tasks(value.standby_tasks_pending_revocation),
+            _tasks(value.warmup_tasks_pending_revocation),
+            _epochs(value.active_tasks_pending_revocation, epoch)))
+
+
+def topology(shard: Any, offset: int, key: StreamsGroupTopologyKey,
+             value: StreamsGroupTopologyValue | None) -> None:
+    group = _group(shard, key.group_id, create=value is not None)
+    if group is None:
+        return
+    group.topology = None if value is None else Topology.from_record(value)
+    group.configured = None
+    group.metadata_expired = True
