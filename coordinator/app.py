@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import signal
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from coordinator.background.executor import BackgroundExecutor
 from coordinator.groups import metrics_view
@@ -22,6 +24,12 @@ from coordinator.observability.logs import get_logger
 from coordinator.runtime.clock import SystemClock
 from coordinator.runtime.compactor import Compactor
 from coordinator.runtime.gc_pauses import GcPauseGuard
+from coordinator.security import acl_records
+from coordinator.security.authorizer import StandardAuthorizer
+from coordinator.security.credentials import ScramCredentials, ScramSeed
+from coordinator.security.credentials import record as scram_record
+from coordinator.security.limits import ConnectionQuotas
+from coordinator.security.listeners import listener_security
 
 from . import topiclog
 from .apis import build_registry
@@ -37,13 +45,29 @@ log = get_logger("coordinator.app")
 
 
 class App:
-    def __init__(self, config: ServerConfig) -> None:
+    def __init__(self, config: ServerConfig, scram_seeds: Sequence[ScramSeed] = ()) -> None:
+        """``scram_seeds``: SCRAM credentials to add at start unless the user already has one
+        for the mechanism (``serve --add-scram``, as Kafka's ``kafka-storage format``)."""
         self.config = config
         Path(config.log_dir).mkdir(parents=True, exist_ok=True)
         cluster_id = load_or_create(config.log_dir, config["node.id"])
         clock = SystemClock()
         image = MetadataImage()
-        self.metadata_log = MetadataLog.open(config.log_dir, image, clock)
+        self.authorizer = StandardAuthorizer.from_config(config)
+        authorizer = self.authorizer
+        self.scram_credentials = ScramCredentials()
+        credentials = self.scram_credentials
+
+        def replay_other(key: Any, value: Any) -> None:
+            if not credentials.replay(key, value) and authorizer is not None:
+                acl_records.replay(authorizer, key, value)
+
+        self.metadata_log = MetadataLog.open(config.log_dir, image, clock, replay_other)
+        self._scram_seeds = list(scram_seeds)
+        if authorizer is not None:
+            log.info("authorizer enabled", acls=len(authorizer),
+                     super_users=sorted(authorizer.super_users),
+                     allow_everyone_if_no_acl_found=authorizer.allow_everyone_if_no_acl_found)
         max_bytes = config["coordinator.log.max.bytes"]
         self.runtime = CoordinatorRuntime(
             Path(config.log_dir), config["offsets.topic.num.partitions"],
@@ -53,7 +77,9 @@ class App:
             flush_interval_ms=config["coordinator.log.flush.interval.ms"])
         self.compactor = Compactor(self.runtime, clock, config["log.cleaner.backoff.ms"],
                                    config["log.cleaner.delete.retention.ms"])
-        self.broker = Broker(config, cluster_id, image, self.metadata_log, self.runtime, clock)
+        self.broker = Broker(config, cluster_id, image, self.metadata_log, self.runtime, clock,
+                             authorizer=self.authorizer,
+                             scram_credentials=self.scram_credentials)
         self.topic_logs = TopicLogs(Path(config.log_dir), image, config, clock)
         attach_topic_logs(self.broker, self.topic_logs)
         self.executor = BackgroundExecutor.from_config(config)
@@ -84,6 +110,11 @@ class App:
         self.registry = build_registry()
         self.dispatcher = Dispatcher(self.broker, self.registry)
         self.servers: list[KafkaServer] = []
+        listeners = config.listeners
+        # TLS contexts, SASL users and limits are read now, so a bad one stops the start
+        self.listener_security = [listener_security(config, listener, self.scram_credentials)
+                                  for listener in listeners]
+        self.quotas = ConnectionQuotas.from_config(config, [item.name for item in listeners])
         self._stopped = asyncio.Event()
         self._background: list[asyncio.Task[None]] = []
 
@@ -94,22 +125,43 @@ class App:
         self._background.append(asyncio.create_task(GcPauseGuard().run()))
         if self.config["log.cleaner.enable"]:
             self._background.append(asyncio.create_task(self.compactor.run()))
-        for listener in self.config.listeners:
-            server = KafkaServer(self.dispatcher, listener.host, listener.port,
-                                 self.config["socket.request.max.bytes"],
-                                 self.config["connections.max.idle.ms"])
+        await self._seed_scram_credentials()
+        for security in self.listener_security:
+            listener = security.listener
+            server = KafkaServer(
+                self.dispatcher, listener, self.config["socket.request.max.bytes"],
+                self.config["connections.max.idle.ms"], security, self.quotas,
+                self.config["connection.failed.authentication.delay.ms"],
+                self.config.for_listener(listener.name, "sasl.server.max.receive.size"))
             port = await server.start()
-            self.broker.bound_to(port)
+            self.broker.bound_to(port, listener.name)
             self.servers.append(server)
+            advertised = self.broker.endpoint_for(listener.name)
             log.info("listening", listener=listener.name, host=listener.host, port=port,
-                     advertised_host=self.broker.endpoint.host,
-                     advertised_port=self.broker.endpoint.port)
+                     security_protocol=listener.security_protocol,
+                     sasl_mechanisms=security.sasl_mechanisms or None,
+                     advertised_host=advertised.host, advertised_port=advertised.port)
         metrics_url = self.config["metrics.listener"]
         if metrics_url:
             host, port = self.observability.start_exporter(metrics_url)
             log.info("metrics exporter listening", host=host, port=port)
         log.info("started", node_id=self.broker.node_id, cluster_id=self.broker.cluster_id,
                  log_dir=self.config.log_dir)
+
+    async def _seed_scram_credentials(self) -> None:
+        records = []
+        for name, mechanism, credential in self._scram_seeds:
+            if self.scram_credentials.get(name, mechanism) is not None:
+                log.info("scram credential kept", user=name, mechanism=mechanism.mechanism_name)
+                continue
+            records.append(scram_record(name, mechanism, credential))
+            log.info("scram credential added", user=name, mechanism=mechanism.mechanism_name,
+                     iterations=credential.iterations)
+        if records:
+            async with self.metadata_log.lock:
+                await self.metadata_log.write(list(records))
+                for key, value in records:
+                    self.scram_credentials.replay(key, value)
 
     def request_stop(self) -> None:
         self._stopped.set()

@@ -17,6 +17,7 @@ from storage.dump import dump
 from storage.errors import CorruptLogError
 
 from .bench import codec as codec_bench
+from .bench import heartbeats as heartbeats_bench
 from .bench import produce_consume as produce_consume_bench
 from .bench import share as share_bench
 from .bench import store as store_bench
@@ -42,6 +43,10 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--override", action="append", default=[], type=_parse_override,
                        metavar="KEY=VALUE", help="set a config, after the file (repeatable)")
     serve.add_argument("--log-level", default="INFO")
+    serve.add_argument("--add-scram", action="append", default=[], metavar="CREDENTIAL",
+                       help="a SCRAM credential to add at start unless the user has one for "
+                       "the mechanism, as kafka-storage format's: "
+                       "'SCRAM-SHA-256=[name=alice,password=alice-secret]' (repeatable)")
 
     bench = commands.add_parser("bench", help="benchmarks that print numbers")
     benches = bench.add_subparsers(dest="bench", required=True)
@@ -60,6 +65,9 @@ def build_parser() -> argparse.ArgumentParser:
     share = benches.add_parser("share", help="records/s consumed and acknowledged by share "
                                "consumers, next to a consumer group's Fetch")
     share_bench.add_arguments(share)
+    heartbeats = benches.add_parser("heartbeats", help="heartbeats/s and latency on a listener "
+                                    "of a security protocol (PLAINTEXT, SSL, SASL_*)")
+    heartbeats_bench.add_arguments(heartbeats)
 
     log_cmd = commands.add_parser("log", help="read a store")
     log_commands = log_cmd.add_subparsers(dest="log_command", required=True)
@@ -68,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     dump.add_argument("--partition", type=int, default=None,
                       help="one coordinator partition (__consumer_offsets-N) only")
     dump.add_argument("--metadata", action="store_true",
-                      help="the topic records (__cluster_metadata-0) instead")
+                      help="the metadata records (__cluster_metadata-0: topics, ACLs, ...) instead")
     return parser
 
 
@@ -92,11 +100,22 @@ def serve(args: argparse.Namespace) -> int:
     for key in sorted(config.unknown):
         log.warning("unknown configuration key ignored", key=key)
     from coordinator.metadata.meta_properties import MetaPropertiesError
+    from coordinator.security.credentials import AddScramError, parse_add_scram
 
     from .app import App
 
     try:
-        app = App(config)
+        seeds = [parse_add_scram(text) for text in args.add_scram]
+    except AddScramError as exc:
+        log.error("invalid --add-scram", error=str(exc))
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        app = App(config, seeds)
+    except ConfigError as exc:
+        log.error("invalid configuration", error=str(exc))
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     except (MetaPropertiesError, OSError) as exc:
         log.error("cannot start", error=str(exc))
         return 1
@@ -141,5 +160,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         return dump_log(args)
     benches = {"codec": codec_bench.run, "store": store_bench.run, "assignor": bench_assignor,
                "produce-consume": produce_consume_bench.run, "storm": storm_bench.run,
-               "share": share_bench.run}
+               "share": share_bench.run, "heartbeats": heartbeats_bench.run}
     return benches[args.bench](args)

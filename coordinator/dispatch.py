@@ -46,16 +46,20 @@ class Dispatcher:
         self.broker = broker
         self.registry = registry
 
-    def dispatch(self, frame: bytes, connection_id: str) -> bytes | Awaitable[bytes]:
+    def dispatch(self, frame: bytes, connection_id: str, principal: str = "User:ANONYMOUS",
+                 listener: str = "") -> bytes | Awaitable[bytes]:
+        """``principal``: who the connection authenticated as; ``listener``: the listener it
+        came in on (what Metadata and FindCoordinator advertise)."""
         try:
-            return self._dispatch(frame, connection_id)
+            return self._dispatch(frame, connection_id, principal, listener)
         except CloseConnection:
             raise
         except Exception as exc:  # a bug of ours: log it, and drop only this connection
             log.exception("request failed", connection=connection_id)
             raise CloseConnection(f"internal error: {exc}") from exc
 
-    def _dispatch(self, frame: bytes, connection_id: str) -> bytes | Awaitable[bytes]:
+    def _dispatch(self, frame: bytes, connection_id: str, principal: str,
+                  listener: str) -> bytes | Awaitable[bytes]:
         try:
             api_key, api_version, correlation_id = peek_fixed(frame)
         except ProtocolError as exc:
@@ -71,7 +75,8 @@ class Dispatcher:
             raise CloseConnection(
                 f"malformed {api_name(api_key)} v{api_version} request: {exc}"
             ) from None
-        ctx = RequestContext(request.header, request.schema, self.broker, connection_id)
+        ctx = RequestContext(request.header, request.schema, self.broker, connection_id,
+                             principal, listener)
         log.debug("request", connection=connection_id, client_id=request.header.client_id,
                   api=api_name(api_key), version=api_version,
                   correlation_id=request.header.correlation_id)

@@ -1,8 +1,13 @@
 """The asyncio TCP server: frames in, responses out, in request order, per connection.
 
-Each connection has a reader (frames, size-checked against ``socket.request.max.bytes``) and a
-writer (responses in request order). Requests may be pipelined: up to ``MAX_IN_FLIGHT`` are
-handled at once, and a client that stops reading only stalls its own connection.
+One ``KafkaServer`` per listener. It accepts connections itself, so that the connection limits
+work as Kafka's do (``coordinator/security/limits.py``: at ``max.connections`` it stops
+accepting, over ``max.connections.per.ip`` it closes the new connection), and wraps them in TLS
+on SSL and SASL_SSL listeners. On SASL listeners a connection first authenticates
+(``coordinator/security/sasl.py``), one frame at a time; then, as on every listener, it has a
+reader (frames, size-checked against ``socket.request.max.bytes``) and a writer (responses in
+request order). Requests may be pipelined: up to ``MAX_IN_FLIGHT`` are handled at once, and a
+client that stops reading only stalls its own connection.
 """
 
 from __future__ import annotations
@@ -10,12 +15,19 @@ from __future__ import annotations
 import asyncio
 import enum
 import itertools
+import socket
+import ssl
 import struct
-from typing import Final
+from typing import Any, Final
 
 import anyio
 
+from coordinator.config.listeners import Listener
 from coordinator.observability.logs import get_logger
+from coordinator.security.limits import ConnectionQuotas, TooManyConnections
+from coordinator.security.listeners import ListenerSecurity
+from coordinator.security.sasl import Step
+from coordinator.security.tls import certificate_principal
 from protocol import api_name, peek_fixed
 
 from .dispatch import CloseConnection, Dispatcher
@@ -26,6 +38,8 @@ _SIZE = struct.Struct(">i")
 MAX_IN_FLIGHT = 64
 CLOSE_GRACE_S = 10.0
 TURN_REQUESTS = 2  # pipelined requests handled at once before other connections get a turn
+TLS_HANDSHAKE_TIMEOUT_S = 30.0
+ANONYMOUS = "User:ANONYMOUS"
 
 
 class _End(enum.Enum):
@@ -38,13 +52,21 @@ class _End(enum.Enum):
 _END: Final = _End.END
 
 
+class _FrameTooLarge(Exception):
+    pass
+
+
 class Connection:
     def __init__(self, server: KafkaServer, reader: asyncio.StreamReader,
-                 writer: asyncio.StreamWriter, connection_id: str) -> None:
+                 writer: asyncio.StreamWriter, connection_id: str,
+                 principal: str = ANONYMOUS) -> None:
         self.server = server
         self.reader = reader
         self.writer = writer
         self.id = connection_id
+        self.principal = principal
+        """``User:<name>`` once SASL authenticated it (or a client certificate's ``User:<DN>``
+        on an SSL listener); ``User:ANONYMOUS`` otherwise."""
         self.pending: asyncio.Queue[bytes | asyncio.Future[bytes] | _End] = asyncio.Queue(
             MAX_IN_FLIGHT)
         self.reason = ""
@@ -52,9 +74,11 @@ class Connection:
         self._writing = False  # the writer holds an answer not yet on the wire
 
     async def run(self) -> None:
-        log.debug("connection opened", connection=self.id)
+        log.debug("connection opened", connection=self.id, listener=self.server.listener.name)
         self.reason = "client closed the connection"
         try:
+            if self.server.security.uses_sasl and not await self._authenticate():
+                return
             async with anyio.create_task_group() as tasks:
                 self._scope = tasks.cancel_scope
                 tasks.start_soon(self._write_responses)
@@ -76,6 +100,90 @@ class Connection:
             self.writer.close()
             log.info("connection closed", connection=self.id, reason=self.reason)
 
+    # --- SASL, before any other request ---------------------------------------------------
+    async def _authenticate(self) -> bool:
+        """Run the SASL exchange; True once authenticated, False when the connection is to
+        close (``self.reason`` says why)."""
+        server = self.server
+        authenticator = server.security.authenticator(self._answer_api_versions)
+        while True:
+            try:
+                frame = await self._read_frame(server.sasl_max_receive_bytes,
+                                               server.idle_ms / 1000.0)
+            except _FrameTooLarge:
+                step = Step(failed=True, reason="Failing SASL authentication due to invalid "
+                            "receive size")
+            except TimeoutError:
+                self.reason = "idle for longer than connections.max.idle.ms"
+                return False
+            except (ConnectionError, OSError):
+                self.reason = "connection reset"
+                return False
+            else:
+                if frame is None:
+                    self.reason = "client closed the connection during authentication"
+                    return False
+                try:
+                    step = authenticator.receive(frame)
+                except CloseConnection as exc:  # a malformed ApiVersions
+                    self.reason = str(exc)
+                    return False
+            if step.failed:
+                await self._fail_authentication(step, authenticator.mechanism)
+                return False
+            try:
+                if step.response:
+                    self.writer.write(step.response)
+                    await self.writer.drain()
+            except (ConnectionError, OSError) as exc:
+                self.reason = f"socket error while writing: {exc}"
+                return False
+            if step.authenticated:
+                self.principal = authenticator.principal
+                log.info("authenticated", connection=self.id, listener=server.listener.name,
+                         mechanism=authenticator.mechanism, principal=self.principal)
+                return True
+
+    def _answer_api_versions(self, frame: bytes) -> bytes:
+        answer = self.server.dispatcher.dispatch(frame, self.id, ANONYMOUS,
+                                                 self.server.listener.name)
+        assert isinstance(answer, bytes), "ApiVersions is answered at once"
+        return answer
+
+    async def _fail_authentication(self, step: Step, mechanism: str) -> None:
+        """Kafka's failed authentication: logged, then after
+        ``connection.failed.authentication.delay.ms`` the answer (if any), then the close."""
+        log.info("failed authentication", connection=self.id,
+                 listener=self.server.listener.name, mechanism=mechanism or None,
+                 reason=step.reason)
+        self.reason = f"failed authentication: {step.reason}"
+        try:
+            await asyncio.sleep(self.server.failed_authentication_delay_ms / 1000.0)
+            if step.response:
+                self.writer.write(step.response)
+                async with asyncio.timeout(CLOSE_GRACE_S):
+                    await self.writer.drain()
+        except (ConnectionError, OSError, TimeoutError):
+            pass
+
+    async def _read_frame(self, max_bytes: int, timeout_s: float) -> bytes | None:
+        """One whole frame within ``timeout_s``; None if the client closed between frames."""
+        async with asyncio.timeout(timeout_s):
+            try:
+                prefix = await self.reader.readexactly(4)
+            except asyncio.IncompleteReadError as exc:
+                if exc.partial:
+                    raise ConnectionResetError("connection closed inside a size prefix") from None
+                return None
+            (size,) = _SIZE.unpack(prefix)
+            if size < 0 or size > max_bytes:
+                raise _FrameTooLarge(size)
+            try:
+                return await self.reader.readexactly(size)
+            except asyncio.IncompleteReadError:
+                raise ConnectionResetError("connection closed inside a frame") from None
+
+    # --- requests and their answers --------------------------------------------------------
     async def _answer_then_close(self, scope: anyio.CancelScope) -> None:
         """Let the writer send the answers still owed, for at most ``CLOSE_GRACE_S``."""
         scope.deadline = anyio.current_time() + CLOSE_GRACE_S
@@ -85,6 +193,7 @@ class Connection:
         max_bytes = self.server.max_request_bytes
         idle_seconds = self.server.idle_ms / 1000.0
         dispatcher = self.server.dispatcher
+        principal, listener = self.principal, self.server.listener.name
         dispatched_in_turn = 0
         while True:
             try:
@@ -105,7 +214,7 @@ class Connection:
             except asyncio.IncompleteReadError:
                 raise CloseConnection("connection closed inside a frame") from None
             try:
-                response = dispatcher.dispatch(frame, self.id)
+                response = dispatcher.dispatch(frame, self.id, principal, listener)
             except CloseConnection as exc:
                 self._log_close(frame, str(exc))
                 raise
@@ -169,42 +278,147 @@ class Connection:
 
 
 class KafkaServer:
-    def __init__(self, dispatcher: Dispatcher, host: str, port: int, max_request_bytes: int,
-                 idle_ms: int) -> None:
+    """One listener: its sockets, its security, and the connections it accepted."""
+
+    def __init__(self, dispatcher: Dispatcher, listener: Listener, max_request_bytes: int,
+                 idle_ms: int, security: ListenerSecurity | None = None,
+                 quotas: ConnectionQuotas | None = None,
+                 failed_authentication_delay_ms: int = 100,
+                 sasl_max_receive_bytes: int = 524288) -> None:
         self.dispatcher = dispatcher
-        self.host = host
-        self.port = port
+        self.listener = listener
+        self.host = listener.host
+        self.port = listener.port
         self.max_request_bytes = max_request_bytes
         self.idle_ms = idle_ms
-        self._server: asyncio.Server | None = None
+        self.security = security or ListenerSecurity(listener)
+        self.quotas = quotas or ConnectionQuotas(2**31 - 1, 2**31 - 1, {}, {})
+        self.failed_authentication_delay_ms = failed_authentication_delay_ms
+        self.sasl_max_receive_bytes = sasl_max_receive_bytes
+        self._sockets: list[socket.socket] = []
+        self._acceptors: list[asyncio.Task[None]] = []
         self._ids = itertools.count()
         self._connections: set[asyncio.Task[None]] = set()
 
     async def start(self) -> int:
         """Bind and start accepting; returns the bound port."""
-        self._server = await asyncio.start_server(self._accept, self.host, self.port,
-                                                  reuse_address=True, limit=2**20)
-        self.port = self._server.sockets[0].getsockname()[1]
+        self._sockets = _bind(self.host, self.port)
+        self.port = self._sockets[0].getsockname()[1]
+        for sock in self._sockets:
+            self._acceptors.append(asyncio.create_task(self._accept_loop(sock)))
         return self.port
 
-    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        peer = writer.get_extra_info("peername")
-        where = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
-        connection = Connection(self, reader, writer, f"{where}-{next(self._ids)}")
-        task = asyncio.current_task()
-        assert task is not None
-        self._connections.add(task)
+    async def _accept_loop(self, sock: socket.socket) -> None:
+        loop = asyncio.get_running_loop()
+        name = self.listener.name
+        while True:
+            try:
+                conn, address = await loop.sock_accept(sock)
+            except OSError as exc:  # e.g. out of file descriptors: try again shortly
+                log.warning("accept failed", listener=name, error=str(exc))
+                await asyncio.sleep(0.1)
+                continue
+            # Kafka's acceptor blocks here while max.connections (broker or listener) is
+            # reached; the connections behind this one wait in the backlog
+            await self.quotas.wait_for_slot(name)
+            host = str(address[0])
+            try:
+                self.quotas.inc(name, host)
+            except TooManyConnections as exc:
+                log.info("rejected connection", listener=name, address=host, reason=str(exc))
+                conn.close()
+                continue
+            task = asyncio.create_task(self._serve(conn, address))
+            self._connections.add(task)
+            task.add_done_callback(self._connections.discard)
+
+    async def _serve(self, conn: socket.socket, address: Any) -> None:
+        name, host = self.listener.name, str(address[0])
+        where = f"{host}:{address[1]}"
+        connection_id = f"{where}-{next(self._ids)}"
         try:
-            await connection.run()
-        except Exception:  # never let one connection's failure reach the event loop
-            log.exception("connection failed", connection=connection.id)
+            streams = await self._open(conn, connection_id)
+            if streams is None:
+                return
+            reader, writer = streams
+            principal = ANONYMOUS
+            if self.listener.security_protocol == "SSL":
+                ssl_object = writer.get_extra_info("ssl_object")
+                peer = ssl_object.getpeercert() if ssl_object is not None else None
+                principal = certificate_principal(peer) or ANONYMOUS
+                if principal != ANONYMOUS:
+                    log.info("authenticated", connection=connection_id, listener=name,
+                             mechanism="SSL", principal=principal)
+            connection = Connection(self, reader, writer, connection_id, principal)
+            try:
+                await connection.run()
+            except Exception:  # never let one connection's failure reach the event loop
+                log.exception("connection failed", connection=connection.id)
         finally:
-            self._connections.discard(task)
+            self.quotas.dec(name, host)
+
+    async def _open(self, conn: socket.socket, connection_id: str
+                    ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter] | None:
+        """Streams over the accepted socket, after the TLS handshake on a TLS listener."""
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader(limit=2**20)
+        protocol = asyncio.StreamReaderProtocol(reader)
+        context = self.security.ssl_context
+        try:
+            if context is None:
+                transport, _ = await loop.connect_accepted_socket(lambda: protocol, conn)
+            else:
+                transport, _ = await loop.connect_accepted_socket(
+                    lambda: protocol, conn, ssl=context,
+                    ssl_handshake_timeout=min(TLS_HANDSHAKE_TIMEOUT_S, self.idle_ms / 1000.0))
+        except (ssl.SSLError, ConnectionError, OSError, TimeoutError) as exc:
+            conn.close()
+            if context is not None:
+                log.info("failed authentication", connection=connection_id,
+                         listener=self.listener.name, reason=f"SSL handshake failed: {exc}")
+            return None
+        return reader, asyncio.StreamWriter(transport, protocol, reader, loop)
 
     async def stop(self) -> None:
-        if self._server is not None:
-            self._server.close()
-            for task in list(self._connections):
-                task.cancel()
-            await asyncio.gather(*self._connections, return_exceptions=True)
-            await self._server.wait_closed()
+        for acceptor in self._acceptors:
+            acceptor.cancel()
+        await asyncio.gather(*self._acceptors, return_exceptions=True)
+        for sock in self._sockets:
+            sock.close()
+        for task in list(self._connections):
+            task.cancel()
+        await asyncio.gather(*self._connections, return_exceptions=True)
+
+
+def _bind(host: str, port: int, backlog: int = 128) -> list[socket.socket]:
+    """Listening sockets for ``host:port``: every address the host resolves to (an empty host
+    is every interface), all on one port (the first's, when ``port`` is 0)."""
+    infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM,
+                               flags=socket.AI_PASSIVE)
+    sockets: list[socket.socket] = []
+    seen: set[tuple[int, str]] = set()
+    try:
+        for family, kind, proto, _, address in infos:
+            if (family, str(address[0])) in seen:
+                continue
+            seen.add((family, str(address[0])))
+            sock = socket.socket(family, kind, proto)
+            try:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                if family == socket.AF_INET6:
+                    sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+                bound_port = sockets[0].getsockname()[1] if sockets else port
+                sock.bind((address[0], bound_port, *address[2:]))
+                sock.listen(backlog)
+                sock.setblocking(False)
+            except OSError:
+                sock.close()
+                if not sockets:
+                    raise
+                continue  # another family of the same host (IPv6 where it is off)
+            sockets.append(sock)
+    except OSError:
+        for sock in sockets:
+            sock.close()
+        raise
+    return sockets

@@ -453,6 +453,7 @@ def _compile(cls: type, specs: tuple[FieldSpec, ...]) -> None:
         flush_fixed()
         _dec_value(g, 2, spec.kind, f"a_{spec.attr}")
     flush_fixed()
+    g.emit(2, "pass")  # a struct with no fields (RemoveAccessControlEntryValue)
     g.emit(1, "except (IndexError, UnicodeDecodeError, ValueError, TypeError) as exc:")
     g.emit(2, "if isinstance(exc, _Err): raise")
     g.emit(2, "raise _Err(f'cannot decode {_cls.__name__}: {exc}') from exc")

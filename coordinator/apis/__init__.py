@@ -6,18 +6,23 @@ from protocol import ApiKey
 
 from . import (
     alter_share_group_offsets,
+    alter_user_scram_credentials,
     api_versions,
     consumer_group_describe,
     consumer_group_heartbeat,
+    create_acls,
     create_partitions,
     create_topics,
+    delete_acls,
     delete_groups,
     delete_share_group_offsets,
     delete_topics,
+    describe_acls,
     describe_cluster,
     describe_configs,
     describe_groups,
     describe_share_group_offsets,
+    describe_user_scram_credentials,
     fetch,
     find_coordinator,
     heartbeat,
@@ -32,6 +37,8 @@ from . import (
     offset_delete,
     offset_fetch,
     produce,
+    sasl_authenticate,
+    sasl_handshake,
     share_fetch,
     share_group_describe,
     share_group_heartbeat,
@@ -56,6 +63,9 @@ def build_registry() -> ApiRegistry:
     registry.register(ApiKey.DESCRIBE_CLUSTER, 0, 2, describe_cluster.handle)
     registry.register(ApiKey.DESCRIBE_CONFIGS, 1, 4, describe_configs.handle)
     registry.register(ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, 1, incremental_alter_configs.handle)
+    registry.register(ApiKey.DESCRIBE_ACLS, 1, 3, describe_acls.handle)
+    registry.register(ApiKey.CREATE_ACLS, 1, 3, create_acls.handle)
+    registry.register(ApiKey.DELETE_ACLS, 1, 3, delete_acls.handle)
     registry.register(ApiKey.OFFSET_COMMIT, 2, 10, offset_commit.handle)
     registry.register(ApiKey.OFFSET_FETCH, 1, 10, offset_fetch.handle)
     registry.register(ApiKey.PRODUCE, 3, 11, produce.handle)
@@ -82,4 +92,10 @@ def build_registry() -> ApiRegistry:
                       describe_share_group_offsets.handle)
     registry.register(ApiKey.ALTER_SHARE_GROUP_OFFSETS, 0, 0, alter_share_group_offsets.handle)
     registry.register(ApiKey.DELETE_SHARE_GROUP_OFFSETS, 0, 0, delete_share_group_offsets.handle)
+    registry.register(ApiKey.SASL_HANDSHAKE, 0, 1, sasl_handshake.handle)
+    registry.register(ApiKey.SASL_AUTHENTICATE, 0, 2, sasl_authenticate.handle)
+    registry.register(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, 0,
+                      describe_user_scram_credentials.handle)
+    registry.register(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, 0,
+                      alter_user_scram_credentials.handle)
     return registry

@@ -10,12 +10,12 @@ from coordinator.groups.consumer.describe import GroupDescription, describe
 from coordinator.groups.consumer.env import env_for
 from coordinator.groups.consumer.model import Assignment
 from coordinator.runtime import CoordinatorError
+from coordinator.security.acl import AclOperation, ResourceType
+from protocol import ErrorCode
 
+from .acl_common import TOPICS_HIDDEN, group_operations, hides_topics
 from .context import RequestContext
 
-AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
-# READ, DELETE, DESCRIBE: what Kafka grants on a group without ACLs.
-GROUP_OPERATIONS = sum(1 << op for op in (3, 6, 8))
 CONSUMER_MEMBER_TYPE = 1
 
 
@@ -28,6 +28,13 @@ def _assignment(ctx: RequestContext, assignment: Assignment) -> Any:
                                 topic_name=topic.name if topic else "",
                                 partitions=tuple(sorted(partitions))))
     return ctx.nested("Assignment", topic_partitions=tuple(parts))
+
+
+def _topic_names(ctx: RequestContext, found: GroupDescription) -> set[str]:
+    """The topics the members' assignments and targets name."""
+    ids = {topic_id for m, target in found.members
+           for topic_id in (*m.assigned_partitions, *target)}
+    return {t.name for topic_id in ids if (t := ctx.broker.image.topic_by_id(topic_id))}
 
 
 MEMBERS_PER_TURN = 100
@@ -60,8 +67,7 @@ async def _described(ctx: RequestContext, found: GroupDescription, include_ops: 
         group_id=found.group_id, group_state=found.state.value, group_epoch=found.group_epoch,
         assignment_epoch=found.assignment_epoch, assignor_name=found.assignor,
         members=tuple(members),
-        authorized_operations=GROUP_OPERATIONS if include_ops
-        else AUTHORIZED_OPERATIONS_OMITTED)
+        authorized_operations=group_operations(ctx, found.group_id, include_ops, found.error))
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
@@ -74,10 +80,17 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         def read(shard: Any, now: int, gid: str = group_id) -> GroupDescription:
             return describe(shard, gid, default)
 
+        if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+            found = GroupDescription(group_id, ErrorCode.group_authorization_failed)
+            groups.append(await _described(ctx, found, include_ops))
+            continue
         try:
             found = await runtime.read(runtime.partition_for(group_id), read,
                                        name="ConsumerGroupDescribe")
         except CoordinatorError as exc:
             found = GroupDescription(group_id, exc.code, exc.message)
+        if hides_topics(ctx, _topic_names(ctx, found)):
+            found = GroupDescription(group_id, ErrorCode.topic_authorization_failed,
+                                     TOPICS_HIDDEN)
         groups.append(await _described(ctx, found, include_ops))
     return ctx.respond(groups=tuple(groups))

@@ -16,6 +16,8 @@ from coordinator.groups.consumer.heartbeat import (
     validate,
 )
 from coordinator.runtime import CoordinatorError
+from coordinator.security.acl import AclOperation, ResourceType
+from protocol import ErrorCode
 
 from .context import RequestContext
 
@@ -64,6 +66,9 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     """The response, or (when it must wait: queued events, an fsync) a coroutine for it. A
     steady heartbeat on an idle partition is answered here, without suspending."""
     env: ConsumerGroupEnv = env_for(ctx.broker)
+    denied = unauthorized(ctx, request.group_id, request.subscribed_topic_names)
+    if denied is not None:
+        return _error(ctx, CoordinatorError(denied))
     try:
         hb = _request(ctx, request)
         validate(hb, env.settings.assignors)
@@ -77,6 +82,18 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     if answer.done():
         return _outcome(ctx, answer)
     return _later(ctx, answer)
+
+
+def unauthorized(ctx: RequestContext, group_id: str, subscribed: Any) -> ErrorCode | None:
+    """Kafka's checks before a heartbeat reaches the group: READ on the group, and DESCRIBE on
+    every subscribed topic named (share groups check the same)."""
+    if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, group_id):
+        return ErrorCode.group_authorization_failed
+    if subscribed:
+        names = set(subscribed)
+        if len(ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, names)) < len(names):
+            return ErrorCode.topic_authorization_failed
+    return None
 
 
 async def _later(ctx: RequestContext, answer: asyncio.Future[HeartbeatResponse]) -> Any:

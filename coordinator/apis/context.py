@@ -3,11 +3,22 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from coordinator.metadata.broker import Broker
-from protocol import RequestHeader, Schema, make
+from coordinator.metadata.broker import Broker, Endpoint
+from coordinator.observability.logs import get_logger
+from coordinator.security.acl import (
+    CLUSTER_NAME,
+    SUPPORTED_OPERATIONS,
+    AclOperation,
+    ResourceType,
+    bitfield,
+)
+from protocol import RequestHeader, Schema, api_name, make
+
+_audit = get_logger("coordinator.authorizer")
 
 
 @dataclass(slots=True)
@@ -16,10 +27,67 @@ class RequestContext:
     schema: Schema
     broker: Broker
     connection_id: str
+    principal: str = "User:ANONYMOUS"
+    """Who sent the request (Kafka's ``KafkaPrincipal`` as ``type:name``): the authenticated
+    SASL user, or ``User:ANONYMOUS`` on a listener without authentication."""
+    listener: str = ""
+    """The listener the request came in on (``listeners``' name, e.g. ``SASL_SSL``)."""
 
     @property
     def version(self) -> int:
         return self.header.api_version
+
+    @property
+    def endpoint(self) -> Endpoint:
+        """This node's host and port as advertised on the request's listener (Kafka answers
+        Metadata and FindCoordinator with the endpoints of the listener the client used)."""
+        return self.broker.endpoint_for(self.listener)
+
+    @property
+    def client_address(self) -> str:
+        """The client's IP address as ACL hosts name it (``127.0.0.1``); connections are
+        named ``host:port-n``."""
+        return self.connection_id.rsplit("-", 1)[0].rsplit(":", 1)[0]
+
+    def authorize(self, operation: AclOperation, resource_type: ResourceType,
+                  name: str = CLUSTER_NAME, log_denied: bool = True) -> bool:
+        """May this request's principal do ``operation`` on the resource? Always, with no
+        authorizer (Kafka's ``AuthHelper.authorize``). A denial is logged unless the check only
+        filters what a response shows."""
+        authorizer = self.broker.authorizer
+        if authorizer is None:
+            return True
+        if authorizer.authorize(self.principal, self.client_address, operation, resource_type,
+                                name):
+            return True
+        if log_denied:
+            _audit.info("authorization denied", principal=self.principal,
+                        host=self.client_address, operation=operation.name,
+                        resource_type=resource_type.name, resource=name,
+                        api=api_name(self.header.api_key), connection=self.connection_id)
+        return False
+
+    def authorized(self, operation: AclOperation, resource_type: ResourceType,
+                   names: Iterable[str | None], log_denied: bool = True) -> set[str]:
+        """The names among ``names`` this principal may do ``operation`` on (Kafka's
+        ``filterByAuthorized``; each distinct name is decided once)."""
+        if self.broker.authorizer is None:
+            return {name for name in names if name is not None}
+        return {name for name in set(names) if name is not None
+                and self.authorize(operation, resource_type, name, log_denied)}
+
+    def authorize_any(self, operation: AclOperation, resource_type: ResourceType) -> bool:
+        """May this principal do ``operation`` on some resource of this type? (Kafka's
+        ``authorizeByResourceType``; always, with no authorizer.)"""
+        authorizer = self.broker.authorizer
+        return authorizer is None or authorizer.authorize_by_resource_type(
+            self.principal, self.client_address, operation, resource_type)
+
+    def authorized_operations(self, resource_type: ResourceType, name: str) -> int:
+        """The bitfield of the resource type's operations this principal may do, as the
+        ``AuthorizedOperations`` fields carry it (all of them with no authorizer)."""
+        return bitfield(op for op in SUPPORTED_OPERATIONS[resource_type]
+                        if self.authorize(op, resource_type, name, log_denied=False))
 
     def respond(self, **fields: Any) -> Any:
         """The response of this request's version, from every field the handler knows."""

@@ -1,4 +1,4 @@
-"""CreatePartitions v0-v3."""
+"""CreatePartitions v0-v3 (ALTER on each topic, else TOPIC_AUTHORIZATION_FAILED)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from collections import Counter
 from typing import Any
 
 from coordinator.metadata.topic_admin import TopicError, add_partitions
+from coordinator.security.acl import AclOperation, ResourceType
 from protocol import ErrorCode
 
 from .context import RequestContext
@@ -13,12 +14,19 @@ from .context import RequestContext
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
     counts = Counter(topic.name for topic in request.topics)
+    alterable = ctx.authorized(AclOperation.ALTER, ResourceType.TOPIC,
+                               [name for name, count in counts.items() if count == 1])
     results = []
     for topic in request.topics:
         if counts[topic.name] > 1:
             results.append(ctx.nested("CreatePartitionsTopicResult", name=topic.name,
                                       error_code=ErrorCode.invalid_request,
                                       error_message="Duplicate topic in request."))
+            continue
+        if topic.name not in alterable:
+            results.append(ctx.nested("CreatePartitionsTopicResult", name=topic.name,
+                                      error_code=ErrorCode.topic_authorization_failed,
+                                      error_message=None))
             continue
         assignments = (None if topic.assignments is None
                        else [tuple(a.broker_ids) for a in topic.assignments])

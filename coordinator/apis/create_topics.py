@@ -1,4 +1,6 @@
-"""CreateTopics v2-v7."""
+"""CreateTopics v2-v7. With an authorizer, as Kafka's controller: CREATE on the cluster or on
+the topic (TOPIC_AUTHORIZATION_FAILED), and the created topic's configs only with
+DESCRIBE_CONFIGS on it (TopicConfigErrorCode TOPIC_AUTHORIZATION_FAILED otherwise)."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ from typing import Any
 
 from coordinator.config.definitions import TOPIC_CONFIGS
 from coordinator.metadata.topic_admin import TopicError, create_topic
+from coordinator.security.acl import AclOperation, ResourceType
 from protocol import ErrorCode
 
 from .context import RequestContext
@@ -30,6 +33,12 @@ def _config_entries(ctx: RequestContext, overrides: dict[str, str]) -> tuple[Any
 async def handle(ctx: RequestContext, request: Any) -> Any:
     counts = Counter(topic.name for topic in request.topics)
     duplicates = sorted(name for name, count in counts.items() if count > 1)
+    names = [name for name in counts if name not in duplicates]
+    creatable = set(names) if ctx.authorize(AclOperation.CREATE, ResourceType.CLUSTER,
+                                            log_denied=False) \
+        else ctx.authorized(AclOperation.CREATE, ResourceType.TOPIC, names)
+    describable = ctx.authorized(AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, names,
+                                 log_denied=False)
     results = []
     for topic in request.topics:
         if topic.name in duplicates:
@@ -38,6 +47,13 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 error_message=f"Create topics request from client `{ctx.header.client_id}` "
                 f"contains multiple entries for the following topics: {', '.join(duplicates)}",
                 num_partitions=-1, replication_factor=-1, configs=None))
+            continue
+        if topic.name not in creatable:
+            results.append(ctx.nested(
+                "CreatableTopicResult", name=topic.name,
+                error_code=ErrorCode.topic_authorization_failed,
+                error_message="Authorization failed.", num_partitions=-1,
+                replication_factor=-1, configs=None))
             continue
         try:
             async with ctx.broker.metadata_log.lock:
@@ -55,5 +71,8 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             "CreatableTopicResult", name=topic.name,
             topic_id=created.topic_id if created else None, error_code=ErrorCode.none,
             error_message=None, num_partitions=partitions, replication_factor=replication,
-            configs=_config_entries(ctx, configs) if ctx.version >= 5 else None))
+            topic_config_error_code=0 if topic.name in describable
+            else int(ErrorCode.topic_authorization_failed),
+            configs=_config_entries(ctx, configs)
+            if ctx.version >= 5 and topic.name in describable else None))
     return ctx.respond(topics=tuple(results))

@@ -6,6 +6,8 @@ from typing import Any
 
 from coordinator.groups import admin
 from coordinator.runtime import Result
+from coordinator.security.acl import AclOperation, ResourceType
+from protocol import ErrorCode
 
 from .context import RequestContext
 from .group_common import run_on_group
@@ -13,7 +15,13 @@ from .group_common import run_on_group
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
     results = []
+    deletable = ctx.authorized(AclOperation.DELETE, ResourceType.GROUP, request.groups_names)
     for group_id in request.groups_names:
+        if group_id not in deletable:
+            results.append(ctx.nested("DeletableGroupResult", group_id=group_id,
+                                      error_code=ErrorCode.group_authorization_failed))
+            continue
+
         # a def, not a lambda: mypy cannot infer a lambda with a default argument
         def delete(shard: Any, now: int, g: str = group_id) -> Result:
             return admin.delete_group(shard, g)

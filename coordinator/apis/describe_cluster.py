@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from coordinator.security.acl import AclOperation, ResourceType
 from protocol import ErrorCode
 
 from .context import RequestContext
 
 BROKERS_ENDPOINT = 1
-# ALTER, ALTER_CONFIGS, CLUSTER_ACTION, CREATE, DESCRIBE, DESCRIBE_CONFIGS, IDEMPOTENT_WRITE.
-CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
 OMITTED = -(2**31)
 
 
@@ -25,11 +24,14 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                            controller_id=-1, brokers=(),
                            cluster_authorized_operations=OMITTED)
     brokers = (ctx.nested("DescribeClusterBroker", broker_id=broker.node_id,
-                          host=broker.endpoint.host, port=broker.endpoint.port, rack=broker.rack,
+                          host=ctx.endpoint.host, port=ctx.endpoint.port, rack=broker.rack,
                           is_fenced=False),)
+    operations = OMITTED
+    if request.include_cluster_authorized_operations:  # as Kafka: 0 without DESCRIBE
+        operations = ctx.authorized_operations(ResourceType.CLUSTER, "kafka-cluster") \
+            if ctx.authorize(AclOperation.DESCRIBE, ResourceType.CLUSTER) else 0
     return ctx.respond(
         error_code=ErrorCode.none, error_message=None, endpoint_type=BROKERS_ENDPOINT,
         cluster_id=broker.cluster_id, controller_id=broker.node_id, brokers=brokers,
-        cluster_authorized_operations=CLUSTER_OPERATIONS
-        if request.include_cluster_authorized_operations else OMITTED,
+        cluster_authorized_operations=operations,
     )

@@ -12,6 +12,7 @@ from coordinator.config.model import ConfigType
 from coordinator.groups.common import group_configs
 from coordinator.metadata.topic_names import InvalidTopicName, validate_topic_name
 from coordinator.runtime import CoordinatorError
+from coordinator.security.acl import AclOperation, ResourceType
 from protocol import ErrorCode
 
 from .context import RequestContext
@@ -115,6 +116,29 @@ async def _group_configs(ctx: RequestContext, request: Any, resource: Any) -> li
     return entries
 
 
+BROKER_LOGGER, CLIENT_METRICS = 8, 16
+_AUTHORIZED_ON: dict[int, tuple[ResourceType, ErrorCode]] = {
+    # Kafka's ConfigHelper: what each config resource is authorized against
+    BROKER: (ResourceType.CLUSTER, ErrorCode.cluster_authorization_failed),
+    BROKER_LOGGER: (ResourceType.CLUSTER, ErrorCode.cluster_authorization_failed),
+    CLIENT_METRICS: (ResourceType.CLUSTER, ErrorCode.cluster_authorization_failed),
+    TOPIC: (ResourceType.TOPIC, ErrorCode.topic_authorization_failed),
+    GROUP: (ResourceType.GROUP, ErrorCode.group_authorization_failed),
+}
+
+
+def config_access_denied(ctx: RequestContext, operation: AclOperation, resource_type: int,
+                         resource_name: str) -> ErrorCode | None:
+    """The authorization error for ``operation`` (DESCRIBE_CONFIGS, ALTER_CONFIGS) on a
+    config resource, or None."""
+    on = _AUTHORIZED_ON.get(resource_type)
+    if on is None:
+        return None
+    acl_type, error = on
+    name = "kafka-cluster" if acl_type is ResourceType.CLUSTER else resource_name
+    return None if ctx.authorize(operation, acl_type, name) else error
+
+
 _Describe = Callable[[RequestContext, Any, Any], list[Any] | Awaitable[list[Any]]]
 _BY_TYPE: dict[int, _Describe] = {
     BROKER: _broker_configs, TOPIC: _topic_configs, GROUP: _group_configs}
@@ -125,6 +149,10 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     for resource in request.resources:
         describe = _BY_TYPE.get(resource.resource_type)
         try:
+            denied = config_access_denied(ctx, AclOperation.DESCRIBE_CONFIGS,
+                                          resource.resource_type, resource.resource_name)
+            if denied is not None:
+                raise ResourceError(denied, denied.name)
             if describe is None:
                 raise ResourceError(ErrorCode.invalid_request,
                                     f"Unsupported resource type: {resource.resource_type}")

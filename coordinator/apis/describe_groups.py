@@ -6,12 +6,11 @@ from typing import Any
 
 from coordinator.groups import admin
 from coordinator.runtime import CoordinatorError
+from coordinator.security.acl import AclOperation, ResourceType
 from protocol import ErrorCode
 
 from .context import RequestContext
 
-# DESCRIBE, DELETE, READ: a group's operations with no ACLs.
-GROUP_OPERATIONS = sum(1 << op for op in (3, 6, 8))
 OMITTED = -(2**31)
 
 
@@ -27,8 +26,13 @@ async def _describe(ctx: RequestContext, group_id: str) -> admin.DescribedGroup:
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
     groups = []
+    include_ops = bool(getattr(request, "include_authorized_operations", False))
     for group_id in request.groups:
-        found = await _describe(ctx, group_id)
+        if ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+            found = await _describe(ctx, group_id)
+        else:
+            found = admin.DescribedGroup(group_id, ErrorCode.group_authorization_failed, "",
+                                         "", "")
         error = found.error
         if error is ErrorCode.group_id_not_found and ctx.version < 6:
             error = ErrorCode.none  # before v6 an unknown group is described as Dead
@@ -41,6 +45,6 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                                      client_id=m.client_id, client_host=m.client_host,
                                      member_metadata=m.metadata, member_assignment=m.assignment)
                           for m in found.members),
-            authorized_operations=GROUP_OPERATIONS if getattr(
-                request, "include_authorized_operations", False) else OMITTED))
+            authorized_operations=ctx.authorized_operations(ResourceType.GROUP, group_id)
+            if include_ops and error is ErrorCode.none else OMITTED))
     return ctx.respond(groups=tuple(groups))

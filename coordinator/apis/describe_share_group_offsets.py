@@ -3,11 +3,17 @@ coordinator partition."""
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from coordinator.groups.share.env import env_for
-from coordinator.groups.share.offsets_admin import DescribedTopic, describe_offsets
+from coordinator.groups.share.offsets_admin import (
+    DescribedPartition,
+    DescribedTopic,
+    describe_offsets,
+)
 from coordinator.runtime import CoordinatorError
+from coordinator.security.acl import AclOperation, ResourceType
 from protocol import ErrorCode
 
 from .context import RequestContext
@@ -37,11 +43,24 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     groups = []
     for wanted in request.groups:
         group_id: str = wanted.group_id
+        if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+            groups.append(_group(ctx, group_id, error=ErrorCode.group_authorization_failed))
+            continue
         if wanted.topics is not None and not wanted.topics:
             groups.append(_group(ctx, group_id))  # nothing asked, nothing read (as Kafka)
             continue
         requested = None if wanted.topics is None else tuple(
             (t.topic_name, tuple(t.partitions)) for t in wanted.topics)
+        # as Kafka: topics the principal may not DESCRIBE are refused, or left out of "all"
+        visible = ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC,
+                                 (name for name, _ in requested or ()))
+        refused = tuple(DescribedTopic(name, uuid.UUID(int=0), tuple(
+            DescribedPartition(p, start_offset=-1, error=ErrorCode.topic_authorization_failed,
+                               error_message="Topic authorization failed.")
+            for p in partitions)) for name, partitions in requested or ()
+            if name not in visible)
+        if requested is not None:
+            requested = tuple((name, parts) for name, parts in requested if name in visible)
 
         def read(shard: Any, now: int, gid: str = group_id,
                  req: Any = requested) -> tuple[DescribedTopic, ...]:
@@ -53,5 +72,9 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         except CoordinatorError as exc:
             groups.append(_group(ctx, group_id, error=exc.code, message=exc.message))
             continue
-        groups.append(_group(ctx, group_id, tuple(_topic(ctx, t) for t in found)))
+        if wanted.topics is None and ctx.broker.authorizer is not None:
+            shown = ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC,
+                                   (t.topic_name for t in found), log_denied=False)
+            found = tuple(t for t in found if t.topic_name in shown)
+        groups.append(_group(ctx, group_id, tuple(_topic(ctx, t) for t in (*found, *refused))))
     return ctx.respond(groups=tuple(groups))

@@ -14,12 +14,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from coordinator import topiclog
+from coordinator.security.acl import AclOperation, ResourceType
 from coordinator.topiclog import PartitionLog, TopicLogs
 from protocol import ErrorCode
 
 from .context import RequestContext
 
 INVALID_SESSION_ID = 0
+_WAITS = (ErrorCode.none, ErrorCode.topic_authorization_failed)
 FINAL_EPOCH = -1
 INITIAL_EPOCH = 0
 
@@ -36,7 +38,23 @@ class Wanted:
     error: ErrorCode
 
 
-def _resolve(ctx: RequestContext, logs: TopicLogs, request: Any) -> list[Wanted]:
+def _readable(ctx: RequestContext, request: Any) -> set[str] | None:
+    """The requested topics the principal may READ (None: no authorizer, all of them)."""
+    if ctx.broker.authorizer is None:
+        return None
+    if ctx.version >= 13:
+        image = ctx.broker.image
+        names = [t.name for f in request.topics
+                 if f.topic_id is not None and (t := image.topic_by_id(f.topic_id))]
+    else:
+        names = [f.topic for f in request.topics]
+    return ctx.authorized(AclOperation.READ, ResourceType.TOPIC, names)
+
+
+def _resolve(ctx: RequestContext, logs: TopicLogs, request: Any,
+             readable: set[str] | None = None) -> list[Wanted]:
+    """Each requested partition; a topic not in ``readable`` (when given) gets
+    TOPIC_AUTHORIZATION_FAILED (after UNKNOWN_TOPIC_ID for an unknown id, as Kafka)."""
     by_id = ctx.version >= 13
     wanted: list[Wanted] = []
     for fetch_topic in request.topics:
@@ -48,9 +66,13 @@ def _resolve(ctx: RequestContext, logs: TopicLogs, request: Any) -> list[Wanted]
             key = fetch_topic.topic
             topic = ctx.broker.image.topic(key)
             missing = ErrorCode.unknown_topic_or_partition
+        denied = readable is not None and (topic.name if topic is not None else key) \
+            not in readable and not (by_id and topic is None)
         for p in fetch_topic.partitions:
             plog = logs.get(topic.name, p.partition) if topic is not None else None
-            if topic is None:
+            if denied:
+                plog, error = None, ErrorCode.topic_authorization_failed
+            elif topic is None:
                 error = missing
             elif plog is None:
                 error = ErrorCode.unknown_topic_or_partition
@@ -91,15 +113,18 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                            session_id=INVALID_SESSION_ID)
     max_wait_s = max(0.0, request.max_wait.total_seconds())
     deadline = time.monotonic() + max_wait_s
+    readable = _readable(ctx, request)
     while True:
-        wanted = _resolve(ctx, logs, request)
+        wanted = _resolve(ctx, logs, request, readable)
         records, total = _read(wanted, request.max_bytes)
-        errors = any(w.error is not ErrorCode.none for w in wanted)
+        # as Kafka: refused partitions are answered beside the others, which may still wait
+        errors = any(w.error not in _WAITS for w in wanted)
         remaining = deadline - time.monotonic()
-        if total >= request.min_bytes or errors or remaining <= 0 or not wanted:
+        if total >= request.min_bytes or errors or remaining <= 0 \
+                or all(w.error is not ErrorCode.none for w in wanted):
             break
         if not await logs.wait_for_append(remaining):
-            wanted = _resolve(ctx, logs, request)
+            wanted = _resolve(ctx, logs, request, readable)
             records, total = _read(wanted, request.max_bytes)
             break
     return _response(ctx, wanted, records)

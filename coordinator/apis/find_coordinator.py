@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from coordinator.security.acl import AclOperation, ResourceType
 from protocol import ErrorCode
 
 from .context import RequestContext
@@ -13,14 +14,22 @@ GROUP, TRANSACTION, SHARE = 0, 1, 2
 
 def _locate(ctx: RequestContext, key: str, key_type: int) -> tuple[ErrorCode, str | None]:
     if key_type == GROUP:
+        if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, key):
+            return ErrorCode.group_authorization_failed, "Group authorization failed."
         return ErrorCode.none, None
     if key_type == SHARE and ctx.version >= 6:
+        # Share coordinator keys are for brokers: CLUSTER_ACTION on the cluster, as Kafka
+        if not ctx.authorize(AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER):
+            return ErrorCode.cluster_authorization_failed, "Cluster authorization failed."
         # Share-partition keys are "groupId:topicId:partition".
         parts = key.rsplit(":", 2)
         if len(parts) == 3 and parts[0] and parts[2].lstrip("-").isdigit():
             return ErrorCode.none, None
         return ErrorCode.invalid_request, f"Invalid share coordinator key: {key}"
     if key_type == TRANSACTION:
+        if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, key):
+            return (ErrorCode.transactional_id_authorization_failed,
+                    "Transactional Id authorization failed.")
         return (ErrorCode.coordinator_not_available,
                 "This node runs no transaction coordinator.")
     return ErrorCode.invalid_request, f"Unknown coordinator key type {key_type}"
@@ -28,7 +37,7 @@ def _locate(ctx: RequestContext, key: str, key_type: int) -> tuple[ErrorCode, st
 
 def handle(ctx: RequestContext, request: Any) -> Any:
     broker = ctx.broker
-    node, host, port = broker.node_id, broker.endpoint.host, broker.endpoint.port
+    node, host, port = broker.node_id, ctx.endpoint.host, ctx.endpoint.port
     key_type = getattr(request, "key_type", GROUP)
     if ctx.version >= 4:
         coordinators = []

@@ -6,12 +6,16 @@ from typing import Any
 
 from coordinator.groups import classic_protocol
 from coordinator.groups.classic import session as classic_session
+from coordinator.security.acl import AclOperation, ResourceType
+from protocol import ErrorCode
 
 from .context import RequestContext
 from .group_common import run_on_group
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
+    if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return ctx.respond(error_code=ErrorCode.group_authorization_failed)
     beat = classic_session.HeartbeatRequest(
         request.group_id, request.generation_id, request.member_id,
         getattr(request, "group_instance_id", None))

@@ -12,9 +12,11 @@ from typing import Any
 
 from coordinator.groups.common import group_configs
 from coordinator.runtime import CoordinatorError, Result
+from coordinator.security.acl import AclOperation
 from protocol import ErrorCode
 
 from .context import RequestContext
+from .describe_configs import config_access_denied
 
 GROUP = 32
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
@@ -74,7 +76,13 @@ async def _alter_group(ctx: RequestContext, resource: Any, validate_only: bool
 async def handle(ctx: RequestContext, request: Any) -> Any:
     responses = []
     for resource in request.resources:
-        if resource.resource_type == GROUP:
+        code: ErrorCode
+        message: str | None
+        denied = config_access_denied(ctx, AclOperation.ALTER_CONFIGS, resource.resource_type,
+                                      resource.resource_name)
+        if denied is not None:
+            code, message = denied, None
+        elif resource.resource_type == GROUP:
             code, message = await _alter_group(ctx, resource, request.validate_only)
         else:
             code, message = (ErrorCode.invalid_request,

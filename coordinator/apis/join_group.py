@@ -7,6 +7,7 @@ from typing import Any
 
 from coordinator.groups import classic_protocol
 from coordinator.groups.classic import join as classic
+from coordinator.security.acl import AclOperation, ResourceType
 from protocol import ErrorCode
 
 from .context import RequestContext
@@ -20,6 +21,8 @@ def _ms(value: datetime.timedelta) -> int:
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
+    if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return _respond(ctx, classic.JoinOutcome(ErrorCode.group_authorization_failed))
     session_ms = _ms(request.session_timeout)
     rebalance = getattr(request, "rebalance_timeout", None)
     join = classic.JoinRequest(
@@ -37,6 +40,10 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         "JoinGroup")
     if isinstance(outcome, ErrorCode):
         outcome = classic.JoinOutcome(outcome, request.member_id)
+    return _respond(ctx, outcome)
+
+
+def _respond(ctx: RequestContext, outcome: classic.JoinOutcome) -> Any:
     return ctx.respond(
         error_code=outcome.error, generation_id=outcome.generation_id,
         protocol_type=outcome.protocol_type, protocol_name=outcome.protocol_name or (

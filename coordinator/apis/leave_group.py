@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from coordinator.groups import classic_protocol
+from coordinator.security.acl import AclOperation, ResourceType
 from protocol import ErrorCode
 
 from .context import RequestContext
@@ -12,6 +13,8 @@ from .group_common import run_on_group
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
+    if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return ctx.respond(error_code=ErrorCode.group_authorization_failed, members=())
     if ctx.version >= 3:
         members = [(m.member_id, m.group_instance_id, getattr(m, "reason", None))
                    for m in request.members]

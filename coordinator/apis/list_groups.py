@@ -6,6 +6,7 @@ from typing import Any
 
 from coordinator.groups import admin
 from coordinator.runtime import CoordinatorError, PartitionState
+from coordinator.security.acl import AclOperation, ResourceType
 from protocol import ErrorCode
 
 from .context import RequestContext
@@ -30,6 +31,11 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     chosen = [g for g in listed
               if (not states or g.state.lower() in states)
               and (not types or g.group_type.lower() in types)]
+    if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.CLUSTER, log_denied=False):
+        # without DESCRIBE on the cluster, the groups the principal may DESCRIBE (as Kafka)
+        visible = ctx.authorized(AclOperation.DESCRIBE, ResourceType.GROUP,
+                                 (g.group_id for g in chosen), log_denied=False)
+        chosen = [g for g in chosen if g.group_id in visible]
     return ctx.respond(error_code=error, groups=tuple(
         ctx.nested("ListedGroup", group_id=g.group_id, protocol_type=g.protocol_type,
                    group_state=g.state, group_type=g.group_type)

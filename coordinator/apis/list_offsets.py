@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from coordinator import topiclog
+from coordinator.security.acl import AclOperation, ResourceType
 from coordinator.topiclog import PartitionLog
 from coordinator.topiclog.partition import LEADER_EPOCH
 from protocol import ErrorCode
@@ -36,10 +37,18 @@ def _lookup(plog: PartitionLog, target: int) -> tuple[int, int]:
 def handle(ctx: RequestContext, request: Any) -> Any:
     logs = topiclog.of(ctx.broker)
     topics = []
+    describable = ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC,
+                                 (t.name for t in request.topics))
     for wanted in request.topics:
         topic = ctx.broker.image.topic(wanted.name)
         partitions = []
         for p in wanted.partitions:
+            if wanted.name not in describable:
+                partitions.append(ctx.nested(
+                    "ListOffsetsPartitionResponse", partition_index=p.partition_index,
+                    error_code=ErrorCode.topic_authorization_failed, timestamp=NO_TIMESTAMP,
+                    offset=-1, leader_epoch=-1))
+                continue
             plog = logs.get(wanted.name, p.partition_index) if topic is not None else None
             if plog is None:
                 partitions.append(ctx.nested(

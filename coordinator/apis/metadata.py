@@ -1,4 +1,9 @@
-"""Metadata: this node is the only broker and leads every partition."""
+"""Metadata: this node is the only broker and leads every partition.
+
+With an authorizer, as Kafka: topics the principal may not DESCRIBE are left out of "all
+topics" and answered TOPIC_AUTHORIZATION_FAILED when asked for (whether they exist or not);
+auto-creation needs CREATE on the cluster or on the topic.
+"""
 
 from __future__ import annotations
 
@@ -8,13 +13,12 @@ from typing import Any
 from coordinator.metadata.image import TopicImage
 from coordinator.metadata.topic_admin import TopicError, create_topic
 from coordinator.metadata.topic_names import InvalidTopicName, validate_topic_name
+from coordinator.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from protocol import ErrorCode
 
 from .context import RequestContext
 
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
-# READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS: no ACLs here.
-TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
 LEADER_EPOCH = 0
 
 
@@ -29,8 +33,8 @@ def _topic_entry(ctx: RequestContext, topic: TopicImage, include_ops: bool) -> A
     return ctx.nested(
         "MetadataResponseTopic", error_code=ErrorCode.none, name=topic.name,
         topic_id=topic.topic_id, is_internal=topic.is_internal, partitions=partitions,
-        topic_authorized_operations=TOPIC_OPERATIONS if include_ops
-        else AUTHORIZED_OPERATIONS_OMITTED,
+        topic_authorized_operations=ctx.authorized_operations(ResourceType.TOPIC, topic.name)
+        if include_ops else AUTHORIZED_OPERATIONS_OMITTED,
     )
 
 
@@ -70,16 +74,34 @@ def _missing(ctx: RequestContext, request: Any) -> list[str]:
     return missing
 
 
+def _unauthorized(ctx: RequestContext, request: Any, missing: list[str]) -> set[str]:
+    """The topics asked for by name that the principal may not DESCRIBE, and the missing ones
+    it may not create (Kafka's ``handleTopicMetadataRequest``)."""
+    if ctx.broker.authorizer is None or _wants_all_topics(ctx, request):
+        return set()
+    named = [t.name for t in request.topics if t.name is not None]
+    visible = ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, named)
+    denied = {name for name in named if name not in visible}
+    wanted = [name for name in missing if name not in denied]
+    if wanted and not ctx.authorize(AclOperation.CREATE, ResourceType.CLUSTER,
+                                    log_denied=False):
+        creatable = ctx.authorized(AclOperation.CREATE, ResourceType.TOPIC, wanted)
+        denied.update(name for name in wanted if name not in creatable)
+    return denied
+
+
 def handle(ctx: RequestContext, request: Any) -> Any | Awaitable[Any]:
     missing = _missing(ctx, request)
+    denied = _unauthorized(ctx, request, missing)
+    errors = dict.fromkeys(denied, ErrorCode.topic_authorization_failed)
+    missing = [name for name in missing if name not in denied]
     if missing:
-        return _auto_create_then_answer(ctx, request, missing)
-    return _answer(ctx, request, {})
+        return _auto_create_then_answer(ctx, request, missing, errors)
+    return _answer(ctx, request, errors)
 
 
 async def _auto_create_then_answer(ctx: RequestContext, request: Any,
-                                   missing: list[str]) -> Any:
-    errors: dict[str, ErrorCode] = {}
+                                   missing: list[str], errors: dict[str, ErrorCode]) -> Any:
     async with ctx.broker.metadata_log.lock:
         for name in dict.fromkeys(missing):
             if ctx.broker.image.topic(name) is not None:
@@ -97,22 +119,37 @@ def _answer(ctx: RequestContext, request: Any, errors: dict[str, ErrorCode]) -> 
     include_ops = bool(getattr(request, "include_topic_authorized_operations", False))
     entries: list[Any] = []
     if _wants_all_topics(ctx, request):
-        entries = [_topic_entry(ctx, t, include_ops) for t in image.topics()]
+        topics = image.topics()
+        if broker.authorizer is not None:
+            visible = ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC,
+                                     (t.name for t in topics), log_denied=False)
+            topics = [t for t in topics if t.name in visible]
+        entries = [_topic_entry(ctx, t, include_ops) for t in topics]
     else:
         for wanted in request.topics:
             topic_id = getattr(wanted, "topic_id", None)
             if wanted.name is None and topic_id is not None and topic_id.int != 0:
                 found = image.topic_by_id(topic_id)
+                if found is not None and not ctx.authorize(AclOperation.DESCRIBE,
+                                                           ResourceType.TOPIC, found.name):
+                    # topic ids are not secret: the id is echoed, the name is not
+                    entries.append(_error_entry(ctx, None, ErrorCode.topic_authorization_failed,
+                                                topic_id))
+                    continue
                 entries.append(_topic_entry(ctx, found, include_ops) if found else
                                _error_entry(ctx, None, ErrorCode.unknown_topic_id, topic_id))
                 continue
             entries.append(_named_entry(ctx, wanted.name, include_ops, errors))
     node = broker.node_id
-    brokers = (ctx.nested("MetadataResponseBroker", node_id=node, host=broker.endpoint.host,
-                          port=broker.endpoint.port, rack=broker.rack),)
+    brokers = (ctx.nested("MetadataResponseBroker", node_id=node, host=ctx.endpoint.host,
+                          port=ctx.endpoint.port, rack=broker.rack),)
+    cluster_ops = AUTHORIZED_OPERATIONS_OMITTED
+    if getattr(request, "include_cluster_authorized_operations", False):  # v8-v10
+        cluster_ops = ctx.authorized_operations(ResourceType.CLUSTER, CLUSTER_NAME) \
+            if ctx.authorize(AclOperation.DESCRIBE, ResourceType.CLUSTER) else 0
     return ctx.respond(brokers=brokers, cluster_id=broker.cluster_id, controller_id=node,
                        topics=tuple(entries), error_code=ErrorCode.none,
-                       cluster_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED)
+                       cluster_authorized_operations=cluster_ops)
 
 
 def _named_entry(ctx: RequestContext, name: str | None, include_ops: bool,
@@ -122,6 +159,8 @@ def _named_entry(ctx: RequestContext, name: str | None, include_ops: bool,
     except InvalidTopicName:
         return _error_entry(ctx, name, ErrorCode.invalid_topic_exception)
     assert name is not None
+    if errors.get(name) is ErrorCode.topic_authorization_failed:
+        return _error_entry(ctx, name, ErrorCode.topic_authorization_failed)
     topic = ctx.broker.image.topic(name)
     if topic is not None:
         return _topic_entry(ctx, topic, include_ops)

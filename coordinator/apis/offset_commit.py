@@ -12,6 +12,7 @@ from coordinator.groups.commit_validation import validate_commit
 from coordinator.groups.common import offsets
 from coordinator.observability import sensors
 from coordinator.runtime import CoordinatorError, Result
+from coordinator.security.acl import AclOperation, ResourceType
 from protocol import ErrorCode
 
 from .context import RequestContext
@@ -34,13 +35,24 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     accepted: list[offsets.PartitionCommit] = []
     refs: dict[str, Any] = {}
     """Topic name -> how the request named it (the errors are keyed by the latter)."""
+    if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return _respond(ctx, request, {(_ref(t), p.partition_index):
+                                       ErrorCode.group_authorization_failed
+                                       for t in request.topics for p in t.partitions})
+    readable = ctx.authorized(AclOperation.READ, ResourceType.TOPIC,
+                              (_name(broker, t) for t in request.topics))
     for topic in request.topics:
         ref = _ref(topic)
         by_id = hasattr(topic, "topic_id")
         image = broker.image.topic_by_id(ref) if by_id else broker.image.topic(ref)
         missing = ErrorCode.unknown_topic_id if by_id and image is None \
             else ErrorCode.unknown_topic_or_partition
+        # Kafka's order: an unknown id, then TOPIC READ, then an unknown name or partition
+        denied = not (by_id and image is None) and _name(broker, topic) not in readable
         for p in topic.partitions:
+            if denied:
+                errors[(ref, p.partition_index)] = ErrorCode.topic_authorization_failed
+                continue
             if image is None or not 0 <= p.partition_index < image.partitions:
                 errors[(ref, p.partition_index)] = missing
                 continue
@@ -75,6 +87,19 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             sensors.record_offset_commits(sum(e is ErrorCode.none for e in outcome.values()))
         except CoordinatorError as exc:
             errors.update({(refs[c.topic], c.partition): exc.code for c in accepted})
+    return _respond(ctx, request, errors)
+
+
+def _name(broker: Any, topic: Any) -> str | None:
+    """The topic's name (v10 names it by id: the name of the topic with that id)."""
+    if not hasattr(topic, "topic_id"):
+        return str(topic.name)
+    image = broker.image.topic_by_id(topic.topic_id)
+    return None if image is None else str(image.name)
+
+
+def _respond(ctx: RequestContext, request: Any, errors: dict[tuple[Any, int], ErrorCode]
+             ) -> Any:
     return ctx.respond(topics=tuple(
         ctx.nested("OffsetCommitResponseTopic", name=getattr(topic, "name", None),
                    topic_id=getattr(topic, "topic_id", None), partitions=tuple(

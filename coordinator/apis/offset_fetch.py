@@ -12,6 +12,7 @@ from typing import Any
 
 from coordinator.groups.common import offsets
 from coordinator.runtime import CoordinatorError
+from coordinator.security.acl import AclOperation, ResourceType
 from protocol import ErrorCode
 
 from .context import RequestContext
@@ -55,8 +56,22 @@ def _wanted(ctx: RequestContext, topics: Any) -> list[_Wanted] | None:
 async def _fetch_group(ctx: RequestContext, group_id: str, requested: Any,
                        member_id: str | None = None, member_epoch: int = -1
                        ) -> tuple[ErrorCode, list[Any]]:
-    """(group error, response topics) for one group; ``requested`` None means all."""
+    """(group error, response topics) for one group; ``requested`` None means all.
+
+    As Kafka: GROUP DESCRIBE, else GROUP_AUTHORIZATION_FAILED; a requested topic the principal
+    may not DESCRIBE gets TOPIC_AUTHORIZATION_FAILED, and is left out of "all offsets"."""
     topics = _wanted(ctx, requested)
+    if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+        error = ErrorCode.group_authorization_failed
+        return error, [_topic(ctx, t.name, [(p, None, error) for p in t.partition_indexes],
+                              t.topic_id)
+                       for t in topics or ()]
+    visible = ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC,
+                             (t.name for t in topics or ()))
+    denied = [t for t in topics or () if t.name is not None and t.name not in visible]
+    if denied:
+        assert topics is not None
+        topics = [t for t in topics if t.name is None or t.name in visible]
     wanted = None if topics is None else [
         (t.name, p) for t in topics if t.name is not None for p in t.partition_indexes]
     if not group_id and ctx.version >= 8:
@@ -70,22 +85,29 @@ async def _fetch_group(ctx: RequestContext, group_id: str, requested: Any,
     except CoordinatorError as exc:
         return exc.code, [_topic(ctx, t.name, [(p, None, exc.code) for p in t.partition_indexes],
                                  t.topic_id)
-                          for t in topics or ()]
+                          for t in [*(topics or ()), *denied]]
     if topics is None:
         by_topic: dict[str, list[tuple[int, offsets.CommittedOffset | None, ErrorCode]]] = {}
         for (topic, partition), committed in sorted(found.items()):
             by_topic.setdefault(topic, []).append((partition, committed, ErrorCode.none))
+        if ctx.broker.authorizer is not None:
+            shown = ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, by_topic,
+                                   log_denied=False)
+            by_topic = {name: parts for name, parts in by_topic.items() if name in shown}
         if ctx.version < 10:
             return ErrorCode.none, [_topic(ctx, name, parts) for name, parts in by_topic.items()]
         ids = {name: ctx.broker.image.topic(name) for name in by_topic}
         return ErrorCode.none, [_topic(ctx, name, parts, image.topic_id)
                                 for name, parts in by_topic.items()
                                 if (image := ids[name]) is not None]
+    denied_error = ErrorCode.topic_authorization_failed
     return ErrorCode.none, [
         _topic(ctx, t.name, [(p, found.get((t.name, p)), ErrorCode.none) if t.name is not None
                              else (p, None, ErrorCode.unknown_topic_id)
                              for p in t.partition_indexes], t.topic_id)
-        for t in topics]
+        for t in topics] + [
+        _topic(ctx, t.name, [(p, None, denied_error) for p in t.partition_indexes], t.topic_id)
+        for t in denied]
 
 
 def _topic(ctx: RequestContext, name: str | None,

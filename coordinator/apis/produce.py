@@ -11,6 +11,7 @@ from typing import Any
 
 from coordinator import topiclog
 from coordinator.observability.logs import get_logger
+from coordinator.security.acl import AclOperation, ResourceType
 from coordinator.topiclog import AppendResult, BatchError
 from protocol import ErrorCode
 
@@ -41,6 +42,8 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     answers: list[tuple[str, list[Any]]] = []
     durable: list[tuple[Any, int, list[Any], int]] = []
     appended = False
+    writable = ctx.authorized(AclOperation.WRITE, ResourceType.TOPIC,
+                              (t.name for t in request.topic_data))
     for topic_data in request.topic_data:
         name = topic_data.name
         topic = ctx.broker.image.topic(name)
@@ -55,6 +58,9 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 partitions.append(_partition(ctx, index,
                                              ErrorCode.transactional_id_authorization_failed,
                                              message="Transactions are not supported"))
+                continue
+            if name not in writable:
+                partitions.append(_partition(ctx, index, ErrorCode.topic_authorization_failed))
                 continue
             if topic is not None and topic.is_internal:
                 partitions.append(_partition(ctx, index, ErrorCode.invalid_topic_exception,

@@ -12,6 +12,8 @@ import asyncio
 import contextlib
 import datetime
 import time
+import uuid
+from dataclasses import replace
 from typing import Any
 
 from coordinator import topiclog
@@ -29,6 +31,7 @@ from coordinator.groups.share.heartbeat import MAX_MEMBER_ID_LENGTH
 from coordinator.groups.share.partition import GAP, REJECT
 from coordinator.groups.share.sessions import next_epoch
 from coordinator.runtime import CoordinatorError
+from coordinator.security.acl import AclOperation, ResourceType
 from protocol import ErrorCode
 
 from .context import RequestContext
@@ -99,12 +102,34 @@ async def _wait_for_records(ctx: RequestContext, env: ShareGroupEnv, remaining_s
             await asyncio.gather(released, appended, return_exceptions=True)
 
 
+def _unreadable(ctx: RequestContext, wanted: FetchRequest
+                ) -> tuple[FetchRequest, list[PartitionResult]]:
+    """The request without the partitions of topics the principal may not READ, and those
+    partitions answered with TOPIC_AUTHORIZATION_FAILED (as Kafka's share fetch does)."""
+    if ctx.broker.authorizer is None:
+        return wanted, []
+    image = ctx.broker.image
+    names: dict[uuid.UUID, str] = {p.topic_id: t.name for p in wanted.partitions
+                                   if (t := image.topic_by_id(p.topic_id)) is not None}
+    readable = ctx.authorized(AclOperation.READ, ResourceType.TOPIC, names.values())
+    denied = {topic_id for topic_id, name in names.items() if name not in readable}
+    if not denied:
+        return wanted, []
+    kept = tuple(p for p in wanted.partitions if p.topic_id not in denied)
+    refused = [PartitionResult(p.topic_id, p.partition, names[p.topic_id],
+                               ErrorCode.topic_authorization_failed)
+               for p in wanted.partitions if p.topic_id in denied]
+    return replace(wanted, partitions=kept), refused
+
+
 async def handle_fetch(ctx: RequestContext, request: Any) -> Any:
     problem = _invalid(request)
     if problem is not None:
         return _fetch_error(ctx, ErrorCode.invalid_request, problem)
+    if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return _fetch_error(ctx, ErrorCode.group_authorization_failed, None)
     env: ShareGroupEnv = env_for(ctx.broker)
-    wanted = _request(request, True)
+    wanted, refused = _unreadable(ctx, _request(request, True))
     runtime = ctx.broker.runtime
     index = runtime.partition_for(wanted.group_id)
     deadline = time.monotonic() + max(0.0, request.max_wait / _ONE_MS / 1000.0)
@@ -126,6 +151,7 @@ async def handle_fetch(ctx: RequestContext, request: Any) -> Any:
                 break  # the session was closed or replaced meanwhile
     except CoordinatorError as exc:
         return _fetch_error(ctx, exc.code, exc.message)
+    result.partitions.extend(refused)
     return _fetch_response(ctx, env, result)
 
 
@@ -186,8 +212,10 @@ async def handle_acknowledge(ctx: RequestContext, request: Any) -> Any:
     problem = _invalid(request)
     if problem is not None:
         return _acknowledge_error(ctx, ErrorCode.invalid_request, problem)
+    if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return _acknowledge_error(ctx, ErrorCode.group_authorization_failed, None)
     env: ShareGroupEnv = env_for(ctx.broker)
-    wanted = _request(request, False)
+    wanted, refused = _unreadable(ctx, _request(request, False))
     runtime = ctx.broker.runtime
     try:
         result: FetchResult = await runtime.write(
@@ -196,6 +224,7 @@ async def handle_acknowledge(ctx: RequestContext, request: Any) -> Any:
             group_id=wanted.group_id)
     except CoordinatorError as exc:
         return _acknowledge_error(ctx, exc.code, exc.message)
+    result.partitions.extend(refused)
     topics: dict[Any, list[Any]] = {}
     for p in result.partitions:
         error = p.error if p.error is not ErrorCode.none else (p.ack_error or ErrorCode.none)

@@ -8,8 +8,10 @@ from coordinator.groups.share.describe import GroupDescription, describe
 from coordinator.groups.share.env import env_for
 from coordinator.groups.share.model import Assignment
 from coordinator.runtime import CoordinatorError
+from coordinator.security.acl import AclOperation, ResourceType
+from protocol import ErrorCode
 
-from .consumer_group_describe import AUTHORIZED_OPERATIONS_OMITTED, GROUP_OPERATIONS
+from .acl_common import TOPICS_HIDDEN, group_operations, hides_topics
 from .context import RequestContext
 
 
@@ -36,8 +38,7 @@ def _described(ctx: RequestContext, found: GroupDescription, include_ops: bool) 
         group_id=found.group_id, group_state=found.state, group_epoch=found.group_epoch,
         assignment_epoch=found.assignment_epoch, assignor_name=found.assignor,
         members=members,
-        authorized_operations=GROUP_OPERATIONS if include_ops
-        else AUTHORIZED_OPERATIONS_OMITTED)
+        authorized_operations=group_operations(ctx, found.group_id, include_ops, found.error))
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
@@ -49,10 +50,19 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         def read(shard: Any, now: int, gid: str = group_id) -> GroupDescription:
             return describe(shard, gid, assignor)
 
+        if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+            groups.append(_described(ctx, GroupDescription(
+                group_id, ErrorCode.group_authorization_failed), include_ops))
+            continue
         try:
             found = await runtime.read(runtime.partition_for(group_id), read,
                                        name="ShareGroupDescribe")
         except CoordinatorError as exc:
             found = GroupDescription(group_id, exc.code, exc.message)
+        image = ctx.broker.image
+        if hides_topics(ctx, {t.name for m in found.members for topic_id in m.assigned_partitions
+                              if (t := image.topic_by_id(topic_id))}):
+            found = GroupDescription(group_id, ErrorCode.topic_authorization_failed,
+                                     TOPICS_HIDDEN)
         groups.append(_described(ctx, found, include_ops))
     return ctx.respond(groups=tuple(groups))

@@ -14,6 +14,7 @@ from coordinator.groups.share.heartbeat import (
 )
 from coordinator.runtime import CoordinatorError
 
+from .consumer_group_heartbeat import unauthorized
 from .context import RequestContext
 from .group_common import client_host
 
@@ -42,6 +43,10 @@ def _response(ctx: RequestContext, response: HeartbeatResponse) -> Any:
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
     env: ShareGroupEnv = env_for(ctx.broker)
+    denied = unauthorized(ctx, request.group_id, request.subscribed_topic_names)
+    if denied is not None:
+        return ctx.respond(error_code=denied, error_message=None, member_id=None,
+                           member_epoch=0, assignment=None)
     try:
         hb = _request(ctx, request)
         validate(hb)

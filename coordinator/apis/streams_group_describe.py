@@ -6,12 +6,25 @@ from typing import Any
 
 from coordinator.groups.streams.describe import GroupDescription, describe
 from coordinator.groups.streams.model import Tasks, TasksTuple
-from coordinator.groups.streams.topology import describe_view
+from coordinator.groups.streams.topology import Topology, describe_view
 from coordinator.runtime import CoordinatorError
+from coordinator.security.acl import AclOperation, ResourceType
 from protocol import ErrorCode
 
-from .consumer_group_describe import AUTHORIZED_OPERATIONS_OMITTED, GROUP_OPERATIONS
+from .acl_common import group_operations, hides_topics
 from .context import RequestContext
+
+TOPOLOGY_TOPICS_HIDDEN = ("The described group uses topics that the client is not authorized "
+                          "to describe.")
+
+
+def topology_topics(topology: Topology) -> set[str]:
+    """Every topic a topology names: source, repartition sink, repartition source and
+    changelog topics (what Kafka authorizes for DESCRIBE)."""
+    return {name for s in topology.subtopologies
+            for name in (*s.source_topics, *s.repartition_sink_topics,
+                         *(t.name for t in s.repartition_source_topics),
+                         *(t.name for t in s.state_changelog_topics))}
 
 
 def _task_ids(ctx: RequestContext, tasks: Tasks) -> tuple[Any, ...]:
@@ -66,8 +79,7 @@ def _described(ctx: RequestContext, found: GroupDescription, include_ops: bool) 
         group_id=found.group_id, group_state=found.state, group_epoch=found.group_epoch,
         assignment_epoch=found.assignment_epoch, topology=_topology(ctx, found),
         members=members,
-        authorized_operations=GROUP_OPERATIONS if include_ops
-        else AUTHORIZED_OPERATIONS_OMITTED)
+        authorized_operations=group_operations(ctx, found.group_id, include_ops, found.error))
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
@@ -83,10 +95,17 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         def read(shard: Any, now: int, gid: str = group_id) -> GroupDescription:
             return describe(shard, gid)
 
+        if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+            groups.append(_described(ctx, GroupDescription(
+                group_id, ErrorCode.group_authorization_failed), include_ops))
+            continue
         try:
             found = await runtime.read(runtime.partition_for(group_id), read,
                                        name="StreamsGroupDescribe")
         except CoordinatorError as exc:
             found = GroupDescription(group_id, exc.code, exc.message)
+        if found.topology is not None and hides_topics(ctx, topology_topics(found.topology)):
+            found = GroupDescription(group_id, ErrorCode.topic_authorization_failed,
+                                     TOPOLOGY_TOPICS_HIDDEN)
         groups.append(_described(ctx, found, include_ops))
     return ctx.respond(groups=tuple(groups))

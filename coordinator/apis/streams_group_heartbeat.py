@@ -11,6 +11,7 @@ from typing import Any
 from coordinator.groups.streams.endpoints import EndpointPartitions
 from coordinator.groups.streams.env import StreamsGroupEnv, env_for
 from coordinator.groups.streams.heartbeat import (
+    MISSING_INTERNAL_TOPICS,
     HeartbeatRequest,
     HeartbeatResponse,
     heartbeat,
@@ -21,10 +22,12 @@ from coordinator.groups.streams.topology import InternalTopic, Topology, validat
 from coordinator.metadata import topic_admin
 from coordinator.observability.logs import get_logger
 from coordinator.runtime import CoordinatorError
+from coordinator.security.acl import AclOperation, ResourceType
 from protocol import ErrorCode
 
 from .context import RequestContext
 from .group_common import client_host
+from .streams_group_describe import topology_topics
 
 log = get_logger("coordinator.apis.streams_group_heartbeat")
 
@@ -116,9 +119,15 @@ async def _create(ctx: RequestContext, topic: InternalTopic) -> None:
 async def handle(ctx: RequestContext, request: Any) -> Any:
     env: StreamsGroupEnv = env_for(ctx.broker)
     try:
+        if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
+            raise CoordinatorError(ErrorCode.group_authorization_failed)
         hb = _request(ctx, request)
         if hb.topology is not None:
             validate_topic_names(hb.topology)  # KafkaApis' check; the rest in validate()
+            required = topology_topics(hb.topology)
+            if len(ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC,
+                                  required)) < len(required):
+                raise CoordinatorError(ErrorCode.topic_authorization_failed)
         validate(hb)
         runtime = ctx.broker.runtime
         answer: HeartbeatResponse = await runtime.write(
@@ -130,6 +139,28 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                            member_epoch=0, status=(), active_tasks=None, standby_tasks=None,
                            warmup_tasks=None, partitions_by_user_endpoint=None)
     if answer.internal_topics:
-        _create_internal_topics(ctx, answer.internal_topics)
+        denied = _create_denied(ctx, answer.internal_topics)
+        if denied:
+            _report_create_denied(answer, denied)
+        else:
+            _create_internal_topics(ctx, answer.internal_topics)
     return _response(ctx, answer)
 
+
+def _create_denied(ctx: RequestContext, topics: tuple[InternalTopic, ...]) -> list[str]:
+    """The internal topics the principal may not create (CREATE on the cluster covers all)."""
+    if ctx.authorize(AclOperation.CREATE, ResourceType.CLUSTER, log_denied=False):
+        return []
+    names = [t.name for t in topics]
+    allowed = ctx.authorized(AclOperation.CREATE, ResourceType.TOPIC, names)
+    return [name for name in names if name not in allowed]
+
+
+def _report_create_denied(answer: HeartbeatResponse, denied: list[str]) -> None:
+    """Kafka's MISSING_INTERNAL_TOPICS detail when the member may not create them."""
+    detail = f"Unauthorized to CREATE on topics {', '.join(denied)}."
+    for i, (code, existing) in enumerate(answer.statuses):
+        if code == MISSING_INTERNAL_TOPICS:
+            answer.statuses[i] = (code, f"{existing}; {detail}")
+            return
+    answer.statuses.append((MISSING_INTERNAL_TOPICS, detail))

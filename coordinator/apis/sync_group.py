@@ -6,6 +6,7 @@ from typing import Any
 
 from coordinator.groups import classic_protocol
 from coordinator.groups.classic import join as classic
+from coordinator.security.acl import AclOperation, ResourceType
 from protocol import ErrorCode
 
 from .context import RequestContext
@@ -13,6 +14,9 @@ from .group_common import run_on_group
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
+    if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return ctx.respond(error_code=ErrorCode.group_authorization_failed, assignment=b"",
+                           protocol_type=None, protocol_name=None)
     sync = classic.SyncRequest(
         group_id=request.group_id, generation_id=request.generation_id,
         member_id=request.member_id,

@@ -10,6 +10,7 @@ from __future__ import annotations
 from assignors import ASSIGNORS, SHARE_ASSIGNORS
 
 from .model import INT_MAX, LONG_MAX, ConfigDef, ConfigType, Importance
+from .security import SECURITY_CONFIGS
 
 INT, LONG, SHORT, BOOL, STRING, LIST, DOUBLE = (
     ConfigType.INT,
@@ -74,6 +75,16 @@ BROKER_CONFIGS: tuple[ConfigDef, ...] = (
               "The largest record batch size allowed.", at_least=0),
     ConfigDef("metrics.listener", STRING, "http://127.0.0.1:9404",
               "Where the Prometheus exporter listens (http://host:port); empty to disable."),
+    *SECURITY_CONFIGS,
+    # --- authorization (ACLs) -------------------------------------------------------------
+    ConfigDef("authorizer.class.name", STRING, "",
+              "The authorizer: org.apache.kafka.metadata.authorizer.StandardAuthorizer for "
+              "Kafka's ACLs, or empty for no authorization.", importance=Importance.LOW),
+    ConfigDef("super.users", STRING, "",
+              "Principals (User:name) allowed everything whatever the ACLs say, separated by "
+              "semicolons."),
+    ConfigDef("allow.everyone.if.no.acl.found", BOOL, False,
+              "Whether a resource with no ACL at all is open to everyone."),
     # --- topics and their log -------------------------------------------------------------
     ConfigDef("log.dirs", LIST, ["./data"],
               "The directories in which the log data is kept.", importance=Importance.HIGH),

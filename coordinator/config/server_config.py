@@ -3,33 +3,22 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import replace
 from typing import Any
 from urllib.parse import urlsplit
 
 from .definitions import BROKER_CONFIGS_BY_NAME
+from .listeners import Listener, parse_listener, resolve_advertised, resolve_listeners
 from .model import ConfigDef, ConfigError
 
+__all__ = ["Listener", "ServerConfig", "parse_listener"]
 
-@dataclass(frozen=True, slots=True)
-class Listener:
-    name: str
-    host: str
-    port: int
+_LISTENER_PREFIX = "listener.name."
+_JAAS = ".sasl.jaas.config"
 
 
-def parse_listener(name: str, text: str) -> Listener:
-    parts = urlsplit(text)
-    if not parts.scheme or (parts.port is None and ":" not in parts.netloc):
-        raise ConfigError(name, text, "Unable to parse listener: expected NAME://host:port")
-    try:
-        port = parts.port
-    except ValueError:
-        raise ConfigError(name, text, "Unable to parse listener port") from None
-    if port is None:
-        raise ConfigError(name, text, "Unable to parse listener port")
-    return Listener(parts.scheme.upper(), parts.hostname or "", port)
-
+STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+"""The one ``authorizer.class.name`` there is: Kafka's ACLs (``coordinator.security``)."""
 
 # (lower bound key, value key, upper bound key): Kafka checks these together.
 _BOUNDED_TRIPLES = [
@@ -43,10 +32,12 @@ class ServerConfig:
     """Typed values by Kafka's names; ``explicit`` holds the keys the user set."""
 
     def __init__(self, values: Mapping[str, Any], explicit: frozenset[str],
-                 unknown: Mapping[str, str]) -> None:
+                 unknown: Mapping[str, str], prefixed: Mapping[str, Any] | None = None) -> None:
         self._values = dict(values)
         self.explicit = explicit
         self.unknown = dict(unknown)
+        self._prefixed = dict(prefixed or {})
+        """Per-listener values by their full names (``listener.name.sasl_ssl.ssl.client.auth``)."""
 
     @classmethod
     def from_sources(cls, *sources: Mapping[str, Any]) -> ServerConfig:
@@ -56,12 +47,19 @@ class ServerConfig:
             raw.update(source)
         values: dict[str, Any] = {}
         unknown: dict[str, str] = {}
+        prefixed: dict[str, Any] = {}
         for name, definition in BROKER_CONFIGS_BY_NAME.items():
             values[name] = definition.parse(raw[name]) if name in raw else definition.default
         for name, value in raw.items():
-            if name not in BROKER_CONFIGS_BY_NAME:
+            if name in BROKER_CONFIGS_BY_NAME:
+                continue
+            per_listener = _listener_definition(name)
+            if per_listener is None:
                 unknown[name] = str(value)
-        config = cls(values, frozenset(k for k in raw if k in BROKER_CONFIGS_BY_NAME), unknown)
+            else:
+                prefixed[name] = per_listener.parse(value)
+        config = cls(values, frozenset(k for k in raw if k in BROKER_CONFIGS_BY_NAME), unknown,
+                     prefixed)
         config._validate_together()
         return config
 
@@ -83,9 +81,24 @@ class ServerConfig:
                               "must be no more than group.max.session.timeout.ms")
         if not self.listeners:
             raise ConfigError("listeners", "", "At least one listener is required")
+        self.advertised_listeners  # noqa: B018  # raises ConfigError on a bad one
+        if self["max.connections.per.ip"] == 0 and not self["max.connections.per.ip.overrides"]:
+            raise ConfigError("max.connections.per.ip", 0,
+                              "max.connections.per.ip can be set to zero only if "
+                              "max.connections.per.ip.overrides property is set.")
         if len(self["log.dirs"]) != 1:
             raise ConfigError("log.dirs", ",".join(self["log.dirs"]),
                               "Exactly one log directory is supported")
+        authorizer = self["authorizer.class.name"]
+        if authorizer and authorizer != STANDARD_AUTHORIZER:
+            raise ConfigError("authorizer.class.name", authorizer,
+                              f"Class {authorizer} cannot be found")
+        for principal in (self["super.users"] or "").split(";"):
+            if principal.strip() and ":" not in principal:
+                # Kafka's StandardAuthorizer parses each one as a KafkaPrincipal
+                raise ConfigError("super.users", self["super.users"],
+                                  "expected a string in format principalType:principalName "
+                                  f"but got {principal.strip()}")
         metrics = self["metrics.listener"]
         if metrics:
             parts = urlsplit(metrics)
@@ -108,15 +121,51 @@ class ServerConfig:
 
     @property
     def listeners(self) -> list[Listener]:
-        return [parse_listener("listeners", item) for item in self["listeners"]]
+        """Each listener with its security protocol (``listener.security.protocol.map``)."""
+        return resolve_listeners(self["listeners"], self["listener.security.protocol.map"])
 
     @property
     def advertised_listeners(self) -> list[Listener]:
-        advertised = self["advertised.listeners"]
-        if not advertised:
-            return self.listeners
-        return [parse_listener("advertised.listeners", item) for item in advertised]
+        """What each listener advertises, in the order of ``listeners``."""
+        return resolve_advertised(self.listeners, self["advertised.listeners"])
+
+    def for_listener(self, listener: str, key: str) -> Any:
+        """``key`` for one listener: ``listener.name.<listener>.<key>`` if set, else ``key``."""
+        return self._prefixed.get(f"{_LISTENER_PREFIX}{listener.lower()}.{key}", self[key])
+
+    def jaas_config(self, listener: str, mechanism: str) -> str | None:
+        """The JAAS config of a SASL mechanism on a listener:
+        ``listener.name.<listener>.<mechanism>.sasl.jaas.config``, else ``sasl.jaas.config``."""
+        found = self._prefixed.get(
+            f"{_LISTENER_PREFIX}{listener.lower()}.{mechanism.lower()}{_JAAS}")
+        return found if found is not None else self["sasl.jaas.config"]
 
     @property
     def log_dir(self) -> str:
         return self["log.dirs"][0]
+
+
+# Configs Kafka also reads per listener (``listener.name.<listener>.<key>``).
+_PER_LISTENER = frozenset({
+    "max.connections", "sasl.enabled.mechanisms", "sasl.server.max.receive.size",
+    "ssl.keystore.type", "ssl.keystore.location", "ssl.keystore.certificate.chain",
+    "ssl.keystore.key", "ssl.key.password", "ssl.truststore.type", "ssl.truststore.location",
+    "ssl.truststore.certificates", "ssl.client.auth", "ssl.enabled.protocols",
+})
+_JAAS_MECHANISMS = ("plain", "scram-sha-256", "scram-sha-512")
+
+
+def _listener_definition(name: str) -> ConfigDef | None:
+    """The definition of a per-listener key (under its full name, so that a bad value's message
+    names it), or None if ``name`` is not one."""
+    if not name.startswith(_LISTENER_PREFIX):
+        return None
+    listener, _, key = name[len(_LISTENER_PREFIX):].partition(".")
+    if not listener:
+        return None
+    if key in _PER_LISTENER:
+        return replace(BROKER_CONFIGS_BY_NAME[key], name=name)
+    mechanism, _, rest = key.rpartition(_JAAS)
+    if not rest and mechanism in _JAAS_MECHANISMS:
+        return replace(BROKER_CONFIGS_BY_NAME["sasl.jaas.config"], name=name)
+    return None

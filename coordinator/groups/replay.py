@@ -13,6 +13,7 @@ from collections.abc import Mapping
 
 from coordinator.config import ServerConfig
 from storage.records import (
+    AccessControlEntryKey,
     ConsumerGroupCurrentMemberAssignmentKey,
     ConsumerGroupMemberMetadataKey,
     ConsumerGroupMetadataKey,
@@ -23,6 +24,7 @@ from storage.records import (
     GroupConfigKey,
     GroupMetadataKey,
     OffsetCommitKey,
+    RemoveAccessControlEntryKey,
     ShareGroupCurrentMemberAssignmentKey,
     ShareGroupMemberMetadataKey,
     ShareGroupMetadataKey,
@@ -40,6 +42,7 @@ from storage.records import (
     StreamsGroupTargetAssignmentMetadataKey,
     StreamsGroupTopologyKey,
     TopicMetadataKey,
+    UserScramCredentialKey,
 )
 
 from . import expiration
@@ -98,6 +101,12 @@ NOT_REPLAYED: Mapping[type, str] = {
                                       "stores, not needed",
     TopicMetadataKey: "written to __cluster_metadata-0, not to a coordinator partition; "
                       "coordinator.metadata.log replays it",
+    AccessControlEntryKey: "written to __cluster_metadata-0 (ACLs); "
+                           "coordinator.security.acl_records replays it",
+    RemoveAccessControlEntryKey: "written to __cluster_metadata-0 (ACLs); "
+                                 "coordinator.security.acl_records replays it",
+    UserScramCredentialKey: "written to __cluster_metadata-0 (SCRAM credentials); "
+                            "coordinator.security.credentials replays it",
 }
 """Record types ``storage.records`` knows that no coordinator partition replays, and why."""
 

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from coordinator.config import ServerConfig
 from coordinator.runtime import CoordinatorRuntime
 from coordinator.runtime.clock import Clock, SystemClock
+from coordinator.security.authorizer import StandardAuthorizer
+from coordinator.security.credentials import ScramCredentials
 
 from .image import MetadataImage
 from .log import MetadataLog
@@ -24,7 +26,8 @@ class Broker:
 
     def __init__(self, config: ServerConfig, cluster_id: str, image: MetadataImage,
                  metadata_log: MetadataLog, runtime: CoordinatorRuntime,
-                 clock: Clock | None = None) -> None:
+                 clock: Clock | None = None, authorizer: StandardAuthorizer | None = None,
+                 scram_credentials: ScramCredentials | None = None) -> None:
         self.config = config
         self.metadata_log = metadata_log
         self.runtime = runtime
@@ -33,10 +36,25 @@ class Broker:
         self.cluster_id = cluster_id
         self.image = image
         self.clock = clock or SystemClock()
-        advertised = config.advertised_listeners[0]
-        self.endpoint = Endpoint(advertised.host or "127.0.0.1", advertised.port)
+        self.authorizer = authorizer
+        self.scram_credentials = (ScramCredentials() if scram_credentials is None
+                                  else scram_credentials)
+        """Every user's SCRAM credentials (replayed from ``__cluster_metadata-0``)."""
+        """Kafka's ACLs when ``authorizer.class.name`` is set; None: everything is allowed."""
+        self.endpoints: dict[str, Endpoint] = {
+            advertised.name: Endpoint(advertised.host or "127.0.0.1", advertised.port)
+            for advertised in config.advertised_listeners}
+        """What each listener advertises (by listener name): Metadata and FindCoordinator answer
+        a client with the endpoint of the listener it connected on, as Kafka does."""
+        self.endpoint = next(iter(self.endpoints.values()))
+        """The first listener's endpoint."""
 
-    def bound_to(self, port: int) -> None:
-        """Called once the listener is bound: port 0 in the config means "the one we got"."""
-        if self.endpoint.port == 0:
-            self.endpoint.port = port
+    def bound_to(self, port: int, listener: str | None = None) -> None:
+        """Called once a listener is bound: port 0 in the config means "the one we got"."""
+        endpoint = self.endpoints.get(listener, self.endpoint) if listener else self.endpoint
+        if endpoint.port == 0:
+            endpoint.port = port
+
+    def endpoint_for(self, listener: str) -> Endpoint:
+        """The endpoint advertised to a client connected on ``listener``."""
+        return self.endpoints.get(listener, self.endpoint)

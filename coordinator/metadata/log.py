@@ -1,4 +1,5 @@
-"""Topic metadata is records too: ``TopicMetadata`` records in ``<log.dirs>/__cluster_metadata-0``.
+"""Topic metadata is records too: ``TopicMetadata`` records in ``<log.dirs>/__cluster_metadata-0``,
+with the ACL records (``AccessControlEntry``, ``RemoveAccessControlEntry``) beside them.
 
 On start the log is replayed into the metadata image, so topics survive a restart with the same
 ids. A change is written and fsynced first, then applied to the image, then answered.
@@ -7,6 +8,7 @@ ids. A change is written and fsynced first, then applied to the image, then answ
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +32,10 @@ class MetadataLog:
         self._lock = asyncio.Lock()
 
     @classmethod
-    def open(cls, log_dir: str | Path, image: MetadataImage, clock: Clock) -> MetadataLog:
-        """Open the log and replay it into ``image``."""
+    def open(cls, log_dir: str | Path, image: MetadataImage, clock: Clock,
+             replay_other: Callable[[Any, Any], Any] | None = None) -> MetadataLog:
+        """Open the log and replay it into ``image``; every other record (the ACLs) goes to
+        ``replay_other``."""
         plog = PartitionLog.open(log_dir, 0, SEGMENT_BYTES, topic=METADATA_TOPIC)
         count = 0
         for _offset, _ts, key_bytes, value_bytes in plog.read():
@@ -39,6 +43,8 @@ class MetadataLog:
             if isinstance(key, TopicMetadataKey):
                 _apply(image, key, value)
                 count += 1
+            elif replay_other is not None:
+                replay_other(key, value)
         log.info("metadata loaded", records=count, topics=len(image))
         return cls(plog, clock)
 

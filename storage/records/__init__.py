@@ -5,6 +5,12 @@ Import record classes and the codec functions from here::
     from storage.records import OffsetCommitKey, OffsetCommitValue, encode_record, decode_record
 """
 
+from storage.records.acls import (
+    AccessControlEntryKey,
+    AccessControlEntryValue,
+    RemoveAccessControlEntryKey,
+    RemoveAccessControlEntryValue,
+)
 from storage.records.classic import GroupMetadataKey, GroupMetadataValue, MemberMetadata
 from storage.records.common import KeyValue, PartitionMetadata, TopicMetadata, TopicPartitions
 from storage.records.consumer import (
@@ -44,6 +50,7 @@ from storage.records.registry import (
     record_type,
     record_type_of,
 )
+from storage.records.scram import UserScramCredentialKey, UserScramCredentialValue
 from storage.records.share import (
     ShareGroupCurrentMemberAssignmentKey,
     ShareGroupCurrentMemberAssignmentValue,
@@ -96,6 +103,8 @@ __all__ = [
     "DELTA_KEY_PREFIXES",
     "DELTA_TYPES",
     "RECORD_TYPES",
+    "AccessControlEntryKey",
+    "AccessControlEntryValue",
     "ClassicMemberMetadata",
     "ClassicProtocol",
     "ConsumerGroupCurrentMemberAssignmentKey",
@@ -124,6 +133,8 @@ __all__ = [
     "OffsetCommitValue",
     "PartitionMetadata",
     "RecordType",
+    "RemoveAccessControlEntryKey",
+    "RemoveAccessControlEntryValue",
     "ShareGroupCurrentMemberAssignmentKey",
     "ShareGroupCurrentMemberAssignmentValue",
     "ShareGroupMemberMetadataKey",
@@ -168,6 +179,8 @@ __all__ = [
     "TopicMetadataValue",
     "TopicPartitions",
     "TopicPartitionsInfo",
+    "UserScramCredentialKey",
+    "UserScramCredentialValue",
     "decode_key",
     "decode_record",
     "decode_value",

@@ -12,7 +12,17 @@ from typing import Any
 
 from storage.codec import encode_struct, fields_of, struct_from_json, struct_to_json
 from storage.errors import RecordDecodeError, UnknownRecordTypeError
-from storage.records import classic, consumer, group_config, offsets, share, streams, topics
+from storage.records import (
+    acls,
+    classic,
+    consumer,
+    group_config,
+    offsets,
+    scram,
+    share,
+    streams,
+    topics,
+)
 
 _HDR = struct.Struct(">h")
 
@@ -29,7 +39,8 @@ class RecordType:
 
 def _pairs() -> list[tuple[type[Any], type[Any]]]:
     pairs: list[tuple[type[Any], type[Any]]] = []
-    for module in (offsets, classic, consumer, share, streams, topics, group_config):
+    for module in (offsets, classic, consumer, share, streams, topics, group_config, acls,
+                   scram):
         for name, obj in vars(module).items():
             if name.endswith("Key") and isinstance(obj, type) and hasattr(obj, "TYPE_ID"):
                 value_cls = getattr(module, name[: -len("Key")] + "Value")

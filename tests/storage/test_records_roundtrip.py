@@ -118,6 +118,9 @@ def test_type_ids_are_kafkas() -> None:
         1001: "GroupConfig",
         1002: "ShareSnapshot",  # Kafka's type 0 of __share_group_state
         1003: "ShareUpdate",  # Kafka's type 1 of __share_group_state
+        1004: "AccessControlEntry",  # Kafka's metadata record type 18
+        1005: "RemoveAccessControlEntry",  # Kafka's metadata record type 19
+        1006: "UserScramCredential",  # Kafka's metadata record type 11
     }
 
 

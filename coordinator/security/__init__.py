@@ -1,0 +1,1 @@
+"""Who may do what: authentication (SASL, TLS) and authorization (Kafka's ACLs)."""
