@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from coordinator.background.executor import BackgroundExecutor
-from coordinator.groups import metrics_view
+from coordinator.groups import metrics_view, timeline_records
 from coordinator.groups.common.offload import ExecutorOffloader
 from coordinator.groups.consumer import env as consumer_env
 from coordinator.groups.replay import new_shard
@@ -34,8 +34,14 @@ from coordinator.security.listeners import listener_security
 from . import topiclog
 from .apis import build_registry
 from .config import ServerConfig
+from .config.server_config import check_control_listener
+from .control import rebalance as control_groups
+from .control.faults import FaultInjector
+from .control.http import ControlServer
+from .control.routes import Control
 from .dispatch import Dispatcher
 from .observability import collector as observability
+from .observability import timeline
 from .runtime import CoordinatorRuntime
 from .server import KafkaServer
 from .topiclog import TopicLogs
@@ -107,8 +113,22 @@ class App:
                 shard, lambda topic_id: getattr(image.topic_by_id(topic_id), "name", None)),
             log_end_offset=lambda topic, partition: topiclog.log_end_offset(self.broker, topic,
                                                                             partition))
+        self.timeline = timeline.install(
+            self.runtime, timeline_records.derive, timeline_records.GROUP_OF,
+            max_entries=config["timeline.max.events.per.group"],
+            topic_name=lambda topic_id: getattr(image.topic_by_id(topic_id), "name", None))
         self.registry = build_registry()
-        self.dispatcher = Dispatcher(self.broker, self.registry)
+        # the control endpoint (fault injection, forced rebalances, the timeline over HTTP)
+        self.faults: FaultInjector | None = None
+        self.control_server: ControlServer | None = None
+        if config["control.listener"]:
+            host, port = check_control_listener(config["control.listener"])
+            runtime = self.runtime
+            self.faults = FaultInjector(
+                lambda group, member: control_groups.settled_without(runtime, group, member),
+                lambda group, member: control_groups.member_present(runtime, group, member))
+            self.control_server = ControlServer(Control(self, self.faults), host, port)
+        self.dispatcher = Dispatcher(self.broker, self.registry, self.faults)
         self.servers: list[KafkaServer] = []
         listeners = config.listeners
         # TLS contexts, SASL users and limits are read now, so a bad one stops the start
@@ -119,7 +139,10 @@ class App:
         self._background: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
-        await self.executor.start()
+        # the workers start with the server only if a group type offloads by default
+        await self.executor.start(eager=any(
+            self.config[f"group.{kind}.assignor.offload.enable"]
+            for kind in ("consumer", "share", "streams")))
         await self.runtime.start()
         self.topic_logs.start()
         self._background.append(asyncio.create_task(GcPauseGuard().run()))
@@ -145,6 +168,10 @@ class App:
         if metrics_url:
             host, port = self.observability.start_exporter(metrics_url)
             log.info("metrics exporter listening", host=host, port=port)
+        if self.control_server is not None:
+            self.control_server.control.loop = asyncio.get_running_loop()
+            host, port = self.control_server.start()
+            log.info("control listening", host=host, port=port)
         log.info("started", node_id=self.broker.node_id, cluster_id=self.broker.cluster_id,
                  log_dir=self.config.log_dir)
 
@@ -173,6 +200,8 @@ class App:
         await self.start()
         await self._stopped.wait()
         log.info("stopping")
+        if self.control_server is not None:
+            await asyncio.to_thread(self.control_server.stop)
         for server in self.servers:
             await server.stop()
         for task in self._background:

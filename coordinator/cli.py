@@ -17,12 +17,14 @@ from storage.dump import dump
 from storage.errors import CorruptLogError
 
 from .bench import codec as codec_bench
+from .bench import fixture as fixture_bench
 from .bench import heartbeats as heartbeats_bench
 from .bench import produce_consume as produce_consume_bench
 from .bench import share as share_bench
 from .bench import store as store_bench
 from .bench import storm as storm_bench
 from .config import ConfigError, ServerConfig
+from .config.profiles import PROFILES, SERVE, profile
 
 
 def _parse_override(text: str) -> tuple[str, str]:
@@ -40,6 +42,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     serve = commands.add_parser("serve", help="run the server")
     serve.add_argument("--config", help="a server.properties file")
+    serve.add_argument("--profile", choices=sorted(PROFILES), default=SERVE,
+                       help="values applied before the file and the overrides: serve (Kafka's "
+                       "defaults) or test (Kafka's semantics with test timings)")
     serve.add_argument("--override", action="append", default=[], type=_parse_override,
                        metavar="KEY=VALUE", help="set a config, after the file (repeatable)")
     serve.add_argument("--log-level", default="INFO")
@@ -68,6 +73,9 @@ def build_parser() -> argparse.ArgumentParser:
     heartbeats = benches.add_parser("heartbeats", help="heartbeats/s and latency on a listener "
                                     "of a security protocol (PLAINTEXT, SSL, SASL_*)")
     heartbeats_bench.add_arguments(heartbeats)
+    fixture = benches.add_parser("fixture", help="ms from the test fixture's start to a server "
+                                 "accepting clients, and from subscribe to a first assignment")
+    fixture_bench.add_arguments(fixture)
 
     log_cmd = commands.add_parser("log", help="read a store")
     log_commands = log_cmd.add_subparsers(dest="log_command", required=True)
@@ -77,19 +85,25 @@ def build_parser() -> argparse.ArgumentParser:
                       help="one coordinator partition (__consumer_offsets-N) only")
     dump.add_argument("--metadata", action="store_true",
                       help="the metadata records (__cluster_metadata-0: topics, ACLs, ...) instead")
+    timeline = log_commands.add_parser(
+        "timeline", help="the rebalance timeline the store's group records give, one JSON event "
+        "per line (what GET /timeline of the control endpoint says, less its annotations)")
+    timeline.add_argument("log_dir", help="the server's log.dirs")
+    timeline.add_argument("--group", default=None, help="one group only")
     return parser
 
 
-def load_config(path: str | None, overrides: Sequence[tuple[str, str]]) -> ServerConfig:
+def load_config(path: str | None, overrides: Sequence[tuple[str, str]],
+                profile_name: str = SERVE) -> ServerConfig:
     file_values = read_properties(path) if path else {}
-    return ServerConfig.from_sources(file_values, dict(overrides))
+    return ServerConfig.from_sources(profile(profile_name), file_values, dict(overrides))
 
 
 def serve(args: argparse.Namespace) -> int:
     configure_logging(args.log_level)
     log = get_logger("coordinator.cli")
     try:
-        config = load_config(args.config, args.override)
+        config = load_config(args.config, args.override, args.profile)
     except ConfigError as exc:
         log.error("invalid configuration", error=str(exc))
         print(f"error: {exc}", file=sys.stderr)
@@ -99,6 +113,8 @@ def serve(args: argparse.Namespace) -> int:
         return 2
     for key in sorted(config.unknown):
         log.warning("unknown configuration key ignored", key=key)
+    if args.profile != SERVE:
+        log.info("config profile", profile=args.profile)
     from coordinator.metadata.meta_properties import MetaPropertiesError
     from coordinator.security.credentials import AddScramError, parse_add_scram
 
@@ -144,6 +160,23 @@ def dump_log(args: argparse.Namespace) -> int:
     return 0
 
 
+def log_timeline(args: argparse.Namespace) -> int:
+    from .groups.timeline_records import store_timeline
+
+    if not Path(args.log_dir).is_dir():
+        print(f"error: no such log directory: {args.log_dir}", file=sys.stderr)
+        return 2
+    try:
+        for event in store_timeline(args.log_dir, args.group):
+            sys.stdout.write(json.dumps(event) + "\n")
+    except BrokenPipeError:
+        return 0
+    except CorruptLogError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def bench_assignor(args: argparse.Namespace) -> int:
     if args.all:
         assignor_bench.run_all(args.runs)  # prints a line per case as it finishes
@@ -157,8 +190,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "serve":
         return serve(args)
     if args.command == "log":
-        return dump_log(args)
+        return log_timeline(args) if args.log_command == "timeline" else dump_log(args)
     benches = {"codec": codec_bench.run, "store": store_bench.run, "assignor": bench_assignor,
                "produce-consume": produce_consume_bench.run, "storm": storm_bench.run,
-               "share": share_bench.run, "heartbeats": heartbeats_bench.run}
+               "share": share_bench.run, "heartbeats": heartbeats_bench.run,
+               "fixture": fixture_bench.run}
     return benches[args.bench](args)

@@ -2,16 +2,21 @@
 
 ``Dispatcher.dispatch`` returns the encoded response at once for synchronous handlers, or an
 awaitable of it for asynchronous ones; it raises ``CloseConnection`` when Kafka would close the
-connection (unknown API key, malformed frame, a version we have no schema for).
+connection (unknown API key, malformed frame, a version we have no schema for). While the
+control endpoint has a fault rule active, a matching request is answered as the rule says
+(``coordinator/control/faults.py``): an error instead of the handler's answer, a late answer,
+a held heartbeat, or a closed connection.
 """
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from collections.abc import Awaitable
 from typing import Any
 
 from coordinator.apis.api_versions import unsupported_version_frame
+from coordinator.control.faults import CLOSE, DELAY, FREEZE, PATCH, FaultInjector, Injection
 from coordinator.metadata.broker import Broker
 from coordinator.observability.logs import get_logger
 from protocol import (
@@ -28,7 +33,7 @@ from protocol import (
     schema,
 )
 
-from .apis import ApiRegistry, RequestContext
+from .apis import ApiRegistry, ApiSpec, RequestContext
 
 log = get_logger("coordinator.dispatch")
 
@@ -42,9 +47,13 @@ class CloseConnection(Exception):
 
 
 class Dispatcher:
-    def __init__(self, broker: Broker, registry: ApiRegistry) -> None:
+    def __init__(self, broker: Broker, registry: ApiRegistry,
+                 faults: FaultInjector | None = None) -> None:
         self.broker = broker
         self.registry = registry
+        self.faults = faults
+        """The control endpoint's fault rules (``coordinator/control/faults.py``), asked about
+        every request while one is active; None when the endpoint is off."""
 
     def dispatch(self, frame: bytes, connection_id: str, principal: str = "User:ANONYMOUS",
                  listener: str = "") -> bytes | Awaitable[bytes]:
@@ -80,8 +89,17 @@ class Dispatcher:
         log.debug("request", connection=connection_id, client_id=request.header.client_id,
                   api=api_name(api_key), version=api_version,
                   correlation_id=request.header.correlation_id)
+        faults = self.faults
+        if faults is not None and faults.armed:
+            injection = faults.match(api_key, request.header.client_id, request.body,
+                                     connection_id)
+            if injection is not None:
+                return self._inject(injection, spec, ctx, request.body)
+        return self._handle(spec, ctx, request.body)
+
+    def _handle(self, spec: ApiSpec, ctx: RequestContext, body: Any) -> bytes | Awaitable[bytes]:
         try:
-            result = spec.handler(ctx, request.body)
+            result = spec.handler(ctx, body)
             if inspect.isawaitable(result):
                 return self._finish(ctx, result)
             return self._encode(ctx, result)
@@ -94,6 +112,36 @@ class Dispatcher:
             return self._encode(ctx, body)
         except Exception:
             return self._failed(ctx)
+
+    # --- fault injection (the control endpoint) ------------------------------------------------
+    def _inject(self, injection: Injection, spec: ApiSpec, ctx: RequestContext,
+                body: Any) -> bytes | Awaitable[bytes]:
+        kind = injection.kind
+        if kind == CLOSE:
+            return _close(injection.reason)
+        if kind == DELAY:
+            return _delayed(self._handle(spec, ctx, body), injection.delay_s)
+        if kind == FREEZE:
+            assert injection.held is not None
+            return self._after(injection.held, spec, ctx, body)
+        if kind == PATCH:  # FindCoordinator of an unavailable group
+            try:
+                result = spec.handler(ctx, body)
+                if not inspect.isawaitable(result):
+                    return self._encode(ctx, injection.patch(result))
+                return self._finish(ctx, result)
+            except Exception:
+                return self._failed(ctx)
+        if getattr(body, "acks", None) == 0 and ctx.header.api_key == 0:
+            return NO_RESPONSE  # Produce with acks=0 gets no answer, failed or not
+        return self._encode(ctx, injection.response(ctx.schema.response_type, body))
+
+    async def _after(self, held: Awaitable[None], spec: ApiSpec, ctx: RequestContext,
+                     body: Any) -> bytes:
+        """A frozen member's heartbeat: handled once the freeze is over."""
+        await held
+        answer = self._handle(spec, ctx, body)
+        return answer if isinstance(answer, bytes) else await answer
 
     def _encode(self, ctx: RequestContext, body: Any) -> bytes:
         if body is None:  # the handler sends no response (Produce with acks=0)
@@ -128,3 +176,14 @@ class Dispatcher:
             )
         body: Any = error_response(found.response_type, ErrorCode.unsupported_version)
         return encode_response(found, correlation_id, body)
+
+
+async def _close(reason: str) -> bytes:
+    """Raised from the writer's side, so the answers owed before it go out first."""
+    raise CloseConnection(reason)
+
+
+async def _delayed(answer: bytes | Awaitable[bytes], seconds: float) -> bytes:
+    data = answer if isinstance(answer, bytes) else await answer
+    await asyncio.sleep(seconds)
+    return data

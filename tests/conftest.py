@@ -7,6 +7,10 @@ import pytest
 
 from tests.harness import ServerProcess
 
+# tests/plugin/ and tests/docs/ run throwaway projects with pytester; pytest allows
+# pytest_plugins only in the top-level conftest
+pytest_plugins = ["pytester"]
+
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[ServerProcess]:

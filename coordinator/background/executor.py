@@ -105,6 +105,7 @@ class BackgroundExecutor:
         self._pool: ProcessPoolExecutor | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._in_flight = 0
+        self._on_first_use = False
 
     @classmethod
     def from_config(cls, config: Any) -> BackgroundExecutor:
@@ -118,9 +119,15 @@ class BackgroundExecutor:
     def in_flight(self) -> int:
         return self._in_flight
 
-    async def start(self) -> None:
-        """Start the workers and wait until each has imported what tasks need."""
+    async def start(self, eager: bool = True) -> None:
+        """Start the workers and wait until each has imported what tasks need. Not ``eager``
+        (no group type offloads unless a group's config asks, as in the test profile): the
+        first ``submit`` starts them, and the server starts without waiting for them."""
         self._loop = asyncio.get_running_loop()
+        if not eager:
+            self._on_first_use = True
+            log.info("background executor starts on first use", workers=self.workers)
+            return
         # Starting processes blocks: do it on a thread, not on the event loop.
         self._pool = await asyncio.to_thread(self._make_pool)
         warm = [self._loop.run_in_executor(self._pool, _noop) for _ in range(self.workers)]
@@ -140,6 +147,11 @@ class BackgroundExecutor:
 
     def submit(self, task: Task, payload: Any, done: Done) -> None:
         """Run ``task(payload)`` in a worker; ``done`` gets its outcome on the event loop."""
+        if self._pool is None and self._on_first_use:
+            self._on_first_use = False
+            self._pool = self._make_pool()  # blocks the loop while the workers fork, once
+            log.info("background executor started", workers=self.workers,
+                     start_method=self.start_method)
         pool, loop = self._pool, self._loop
         if pool is None or loop is None:
             raise RuntimeError("the background executor is not running")
@@ -180,6 +192,7 @@ class BackgroundExecutor:
         done(result)
 
     async def stop(self) -> None:
+        self._on_first_use = False
         pool, self._pool = self._pool, None
         if pool is None:
             return

@@ -11,12 +11,12 @@ import sys
 import time
 import uuid
 from collections.abc import Callable
-from typing import Any
-
-from kafka.protocol.api_message import ApiMessage
+from typing import TYPE_CHECKING, Any
 
 from protocol import Schema, decode_request, encode_request, encode_response, make, schema
-from protocol.reference import kafka_python_classes
+
+if TYPE_CHECKING:  # kafka-python is imported when the bench runs, not with the CLI
+    from kafka.protocol.api_message import ApiMessage
 
 _MS = datetime.timedelta
 
@@ -83,6 +83,8 @@ def _time_us(fn: Callable[[], object], iterations: int) -> float:
 
 
 def _kafka_python_pair(api_key: int, request: bool) -> type[ApiMessage] | None:
+    from protocol.reference import kafka_python_classes
+
     return kafka_python_classes().get((api_key, request))
 
 

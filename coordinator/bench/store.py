@@ -11,10 +11,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kafka import KafkaConsumer, TopicPartition
-from kafka.admin import KafkaAdminClient, NewTopic
-from kafka.structs import OffsetAndMetadata
-
 from coordinator.testing import ServerProcess
 from storage.bench import run_store_replay
 
@@ -23,6 +19,9 @@ PARTITIONS = 8
 
 
 def _commit_loop(bootstrap: str, group: str, commits: int, out: list[float]) -> None:
+    from kafka import KafkaConsumer, TopicPartition  # when the bench runs, not with the CLI
+    from kafka.structs import OffsetAndMetadata
+
     consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group,
                              enable_auto_commit=False)
     partitions = [TopicPartition(TOPIC, p) for p in range(PARTITIONS)]
@@ -37,6 +36,8 @@ def _commit_loop(bootstrap: str, group: str, commits: int, out: list[float]) -> 
 
 
 def commits_through_server(flush_interval_ms: int, clients: int, commits: int) -> dict[str, Any]:
+    from kafka.admin import KafkaAdminClient, NewTopic
+
     with tempfile.TemporaryDirectory(prefix="bench-store-") as tmp:
         server = ServerProcess(Path(tmp) / "data", {
             "coordinator.log.flush.interval.ms": str(flush_interval_ms),

@@ -75,6 +75,14 @@ BROKER_CONFIGS: tuple[ConfigDef, ...] = (
               "The largest record batch size allowed.", at_least=0),
     ConfigDef("metrics.listener", STRING, "http://127.0.0.1:9404",
               "Where the Prometheus exporter listens (http://host:port); empty to disable."),
+    ConfigDef("control.listener", STRING, "",
+              "Where the HTTP control endpoint (fault injection, forced rebalances, the "
+              "timeline) listens: http://host:port on a loopback address (it has no "
+              "authentication); empty (the default) to disable."),
+    ConfigDef("timeline.max.events.per.group", INT, 10000,
+              "Group records (and annotations) the rebalance timeline keeps per group in "
+              "memory; older ones are folded into the latest record per key. 0 disables it.",
+              at_least=0, importance=Importance.LOW),
     *SECURITY_CONFIGS,
     # --- authorization (ACLs) -------------------------------------------------------------
     ConfigDef("authorizer.class.name", STRING, "",

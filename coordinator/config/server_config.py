@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
@@ -26,6 +27,32 @@ _BOUNDED_TRIPLES = [
     for kind in ("consumer", "share", "streams")
     for what in ("session.timeout.ms", "heartbeat.interval.ms", "assignment.interval.ms")
 ]
+
+
+def check_control_listener(url: str) -> tuple[str, int]:
+    """``control.listener``'s (host, port); a ConfigError unless it is ``http://host:port`` on a
+    loopback address (the control endpoint has no authentication: it may not leave the
+    machine)."""
+    parts = urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    if parts.scheme != "http" or port is None or parts.path not in ("", "/"):
+        raise ConfigError("control.listener", url,
+                          "Expected http://host:port or an empty string")
+    host = parts.hostname or ""
+    if host != "localhost":
+        try:
+            loopback = ipaddress.ip_address(host).is_loopback
+        except ValueError:
+            loopback = False
+        if not loopback:
+            raise ConfigError("control.listener", url,
+                              f"The control endpoint has no authentication, so it listens on "
+                              f"a loopback address only (127.0.0.1, ::1 or localhost), not "
+                              f"{host or 'every interface'!r}")
+    return host, port
 
 
 class ServerConfig:
@@ -109,6 +136,9 @@ class ServerConfig:
             if parts.scheme != "http" or port is None:
                 raise ConfigError("metrics.listener", metrics,
                                   "Expected http://host:port or an empty string")
+        control = self["control.listener"]
+        if control:
+            check_control_listener(control)
 
     def __getitem__(self, name: str) -> Any:
         return self._values[name]

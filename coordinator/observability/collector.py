@@ -16,7 +16,8 @@ Two kinds of metrics, all named as the JMX exporter names Kafka's
   the coordinator's code): ``event-queue-time-ms-*``, ``event-processing-time-ms-*``,
   ``thread-idle-ratio-min/-avg``, ``offset-commit-*``, ``offset-expired-*``,
   ``offset-deletion-*``, ``consumer-group-rebalance-*``, ``assignor-run-time-ms{group,assignor}``
-  (histogram), ``partitions-moved{group}`` (histogram).
+  (histogram), ``partitions-moved{group}`` (histogram), ``faults-injected-total{kind,api}``
+  (the control endpoint's fault injection).
 
 Thread safety: Prometheus scrapes on the exporter's thread, while the shards live on the event
 loop. A scrape therefore asks the loop for a snapshot (``call_soon_threadsafe``) and waits at
@@ -155,6 +156,10 @@ class Observability:
                               "Share records acknowledged, by acknowledge type",
                               group=SHARE_METRICS, tags={"ackType": ack_type})
             for ack_type in sensors.SHARE_ACK_TYPES}
+        self.faults_injected = LabelledCount(
+            "faults-injected-total", "Faults the control endpoint injected, by kind and API",
+            ("kind", "api"))
+        r.collector(self.faults_injected.measure)
         # registered before the histograms: a scrape takes the snapshot (which feeds the
         # background histograms) before it reads them
         r.collector(self._measure_state)
@@ -353,6 +358,32 @@ class Observability:
                                   (stats.processing_ms, self.background_processing_histogram)):
             for value in window.values()[-new:]:
                 histogram.observe(value)
+
+
+class LabelledCount:
+    """A count per combination of label values (``record("error", "OffsetCommit")``), read at
+    scrape time as one gauge per combination seen; thread-safe."""
+
+    def __init__(self, name: str, description: str, labels: tuple[str, ...]) -> None:
+        self.name = name
+        self.description = description
+        self.labels = labels
+        self._counts: dict[tuple[str, ...], int] = {}
+        self._lock = threading.Lock()
+
+    def record(self, *values: str) -> None:
+        with self._lock:
+            self._counts[values] = self._counts.get(values, 0) + 1
+
+    def count(self, *values: str) -> int:
+        with self._lock:
+            return self._counts.get(values, 0)
+
+    def measure(self) -> list[Measurement]:
+        with self._lock:
+            counts = list(self._counts.items())
+        return [_m(self.name, n, self.description, **dict(zip(self.labels, values, strict=True)))
+                for values, n in counts]
 
 
 def _m(name: str, value: float, description: str, **tags: str) -> Measurement:

@@ -2,13 +2,16 @@
 rebalances, assignor runs. Each hook is a no-op until a collector attaches its sensors
 (``collector.install``), so pure handlers and their tests call them freely.
 
-This module imports only the standard library: every package of the coordinator may use it.
+This module imports only the standard library (and the timeline's hooks beside it, which an
+assignor run also feeds): every package of the coordinator may use it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
+
+from . import timeline
 
 
 class _Count(Protocol):
@@ -21,6 +24,10 @@ class _Observe(Protocol):
 
 class _Labelled(Protocol):
     def labels(self, *values: str) -> _Observe: ...
+
+
+class _CountByLabels(Protocol):
+    def record(self, *labels: str) -> None: ...
 
 
 class Sensors(Protocol):
@@ -50,6 +57,8 @@ class Sensors(Protocol):
     def assignor_runs(self) -> _Labelled: ...
     @property
     def partitions_moved(self) -> _Labelled: ...
+    @property
+    def faults_injected(self) -> _CountByLabels: ...
 
 
 _attached: Sensors | None = None
@@ -70,6 +79,13 @@ def record_offset_commits(count: int) -> None:
     """``count`` offsets were committed (durably)."""
     if _attached is not None and count > 0:
         _attached.offset_commits.record(count)
+
+
+def record_fault_injected(kind: str, api: str) -> None:
+    """The control endpoint's fault injection answered (or held, delayed, closed) a request
+    (``coordinator/control/faults.py``)."""
+    if _attached is not None:
+        _attached.faults_injected.record(kind, api)
 
 
 def record_offsets_expired(count: int) -> None:
@@ -128,9 +144,12 @@ def record_share_acknowledgements(types: Sequence[int], count: int) -> None:
         meters[SHARE_ACK_TYPES[ack_type]].record(1)
 
 
-def record_assignment(group_id: str, assignor: str, duration_ms: float, moved: int) -> None:
+def record_assignment(group_id: str, assignor: str, duration_ms: float, moved: int, *,
+                      offloaded: bool = False, epoch: int | None = None) -> None:
     """An assignor run for ``group_id`` took ``duration_ms`` and gave ``moved`` partitions to
-    members whose target did not have them."""
+    members whose target did not have them (it ran ``offloaded`` or inline; ``epoch``: the
+    target's, when known). The rebalance timeline is told too."""
+    timeline.note_target(group_id, assignor, duration_ms, offloaded=offloaded, epoch=epoch)
     if _attached is not None:
         _attached.assignor_runs.labels(group_id, assignor).observe(duration_ms)
         _attached.partitions_moved.labels(group_id).observe(moved)
@@ -152,6 +171,5 @@ def record_offloaded_run(job: Any, outcome: Any) -> None:
     """An offloaded run's result (``assignor_job.AssignorJob`` and ``JobResult``): its duration
     in the worker and the partitions it moved relative to the targets it started from (counted
     by the worker, which has both at hand)."""
-    if _attached is None:
-        return
-    record_assignment(job.group_id, job.assignor, outcome.assign_ms, outcome.moved)
+    record_assignment(job.group_id, job.assignor, outcome.assign_ms, outcome.moved,
+                      offloaded=True, epoch=job.group_epoch)

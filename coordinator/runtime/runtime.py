@@ -60,6 +60,8 @@ class Shard(Protocol):
 WriteHandler = Callable[[Any, int], Result]
 ReadHandler = Callable[[Any, int], Any]
 EventListener = Callable[[int, float, float], None]
+RecordListener = Callable[[int, int, int, Any, Any], None]
+"""Told of every record a partition applies: (partition, offset, timestamp, key, value)."""
 
 
 class PartitionState(Enum):
@@ -114,6 +116,8 @@ class CoordinatorRuntime:
         self.flush_interval_ms = flush_interval_ms
         self.timer_tick_ms = timer_tick_ms
         self.event_listener = event_listener
+        self.record_listener: RecordListener | None = None
+        """Told of every record applied, written or loaded (the rebalance timeline)."""
         self.slow_event_ms = slow_event_ms
         self.partitions = [_Partition(i) for i in range(num_partitions)]
         self._dirty: set[_Partition] = set()
@@ -190,10 +194,13 @@ class CoordinatorRuntime:
                                  defer_writes=self.flush_interval_ms == 0)
         shard = self.shard_factory(index)
         count = 0
+        listener = self.record_listener
         try:
-            for offset, _ts, key_bytes, value_bytes in plog.read():
+            for offset, ts, key_bytes, value_bytes in plog.read():
                 key, value = decode_record(key_bytes, value_bytes)
                 shard.replay(offset, key, value)
+                if listener is not None:
+                    listener(index, offset, ts, key, value)
                 count += 1
         except BaseException:
             plog.close()
@@ -329,8 +336,11 @@ class CoordinatorRuntime:
             _fail(event.future, write_failed(partition.index, str(exc)))
             return False
         base = last - len(encoded) + 1
+        listener = self.record_listener
         for offset, (key, value) in enumerate(records, start=base):
             partition.shard.replay(offset, key, value)
+            if listener is not None:
+                listener(partition.index, offset, now, key, value)
         partition.appended = last + 1
         if event.group_id is None:
             partition.appended_unkeyed = last + 1

@@ -2,7 +2,9 @@
 benchmarks.
 
 The server binds port 0 and logs its bound port; ``ServerProcess`` reads its stderr (JSON lines)
-on a thread, so tests can wait on log events with a deadline and assert on them.
+on a thread, so tests can wait on log events with a deadline and assert on them. With a
+``profile`` (``serve --profile``) the profile decides the metrics listener; ``restart`` kills
+the server (SIGKILL) and starts it again on the ports it had, with the same data.
 """
 
 from __future__ import annotations
@@ -37,15 +39,15 @@ def wait_until(condition: Callable[[], Any], timeout: float = 10.0, interval: fl
 
 class ServerProcess:
     def __init__(self, log_dir: Path, overrides: Mapping[str, str] | None = None,
-                 extra_args: list[str] | None = None) -> None:
+                 extra_args: list[str] | None = None, profile: str | None = None) -> None:
         self.log_dir = log_dir
         self.overrides = {
             "listeners": "PLAINTEXT://127.0.0.1:0",
-            "metrics.listener": "",
+            **({} if profile else {"metrics.listener": ""}),
             "log.dirs": str(log_dir),
             **(overrides or {}),
         }
-        self.extra_args = extra_args or []
+        self.extra_args = [*(["--profile", profile] if profile else []), *(extra_args or [])]
         self.proc: subprocess.Popen[str] | None = None
         self.lines: list[str] = []
         self.events: list[dict[str, Any]] = []
@@ -71,6 +73,16 @@ class ServerProcess:
         listening = self.event("listening")
         assert listening is not None, "the server started without logging its listener"
         self.port = int(listening["port"])
+        return self
+
+    def wait_loaded(self, timeout: float = 20.0) -> ServerProcess:
+        """Wait until every coordinator partition is loaded (until then a group's requests get
+        COORDINATOR_LOAD_IN_PROGRESS, which clients retry after a backoff)."""
+        wait_until(lambda: self.event("coordinator partitions loaded") or self._exited(), timeout,
+                   interval=0.005, message="the coordinator partitions to load")
+        if self._exited():
+            assert self.proc is not None
+            raise AssertionError(f"server exited with {self.proc.returncode}:\n{self.output()}")
         return self
 
     def _exited(self) -> bool:
@@ -107,6 +119,34 @@ class ServerProcess:
             self.proc.kill()
             self.proc.wait(10)
 
+    def restart(self, timeout: float = 20.0) -> ServerProcess:
+        """Kill the server (SIGKILL: no shutdown, what the page cache holds stays) and start it
+        again with the same data and on the same ports, so clients reconnect to it."""
+        pinned = self.bound_ports()
+        self.kill()
+        self.overrides.update(pinned)
+        return self.start(timeout)
+
+    def bound_ports(self) -> dict[str, str]:
+        """The listener configs with each port 0 replaced by the port the server bound."""
+        pinned: dict[str, str] = {}
+        bound = {str(e.get("listener")).upper(): e["port"] for e in self.events_of("listening")}
+        listeners = []
+        for item in self.overrides.get("listeners", "").split(","):
+            name, _, address = item.strip().partition("://")
+            host, _, port = address.rpartition(":")
+            if port == "0" and name.upper() in bound:
+                item = f"{name}://{host}:{bound[name.upper()]}"
+            listeners.append(item.strip())
+        if any(listeners):
+            pinned["listeners"] = ",".join(listeners)
+        for key, event in (("metrics.listener", "metrics exporter listening"),
+                           ("control.listener", "control listening")):
+            url = self._url(event)
+            if url is not None:
+                pinned[key] = url
+        return pinned
+
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
@@ -114,6 +154,28 @@ class ServerProcess:
     @property
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+    @property
+    def control_url(self) -> str | None:
+        """The HTTP control endpoint (``control.listener``), if it is on."""
+        return self._url("control listening")
+
+    @property
+    def metrics_url(self) -> str | None:
+        """The Prometheus exporter (``metrics.listener``), if it is on."""
+        return self._url("metrics exporter listening")
+
+    def _url(self, event_name: str) -> str | None:
+        found = self.event(event_name)
+        if found is None or "port" not in found:
+            return None
+        host = found.get("host") or "127.0.0.1"
+        return f"http://{host}:{found['port']}"
+
+    def events_of(self, name: str | None = None) -> list[dict[str, Any]]:
+        """The events logged since the last start (those called ``name`` if given)."""
+        with self._lock:
+            return [event for event in self.events if name is None or event.get("event") == name]
 
     def output(self) -> str:
         with self._lock:

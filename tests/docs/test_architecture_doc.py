@@ -43,6 +43,13 @@ def test_every_coordinator_package_is_described() -> None:
     assert sorted(p for p in packages if f"`{p}`" not in text) == []
 
 
+def test_every_top_level_package_is_in_the_folders_table() -> None:
+    text = DOC.read_text()
+    packages = {path.parent.name + "/" for path in ROOT.glob("*/__init__.py")} - {"tests/"}
+    assert "kafka_coordinator/" in packages
+    assert sorted(p for p in packages if f"| `{p}` |" not in text) == []
+
+
 def test_every_module_of_the_groups_package_is_described() -> None:
     text = DOC.read_text()
     groups = ROOT / "coordinator" / "groups"

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from coordinator.groups.common.configs import ClassicConfig
+from coordinator.observability import timeline
 from coordinator.observability.logs import get_logger
 from coordinator.runtime import Pending, Result
 from protocol import ErrorCode
@@ -171,6 +172,7 @@ def session_expired(shard: Any, group_id: str, member_id: str, now: int) -> Resu
         _arm_session(step, member, now)
         return step.result(shard, None)
     log.info("member session expired", group_id=group_id, member_id=member_id)
+    timeline.note_removed(group_id, member_id, timeline.SESSION_EXPIRED, now)
     _remove_member(step, member_id, now, "session timeout expired")
     return step.result(shard, None)
 
@@ -202,6 +204,7 @@ def sync_deadline(shard: Any, group_id: str, generation: int, now: int) -> Resul
     step = _Step(group.copy())
     for member in list(step.group.members.values()):
         if not member.awaiting_sync:
+            timeline.note_removed(group_id, member.member_id, timeline.DID_NOT_SYNC, now)
             _drop(step, member.member_id)
     log.info("sync timed out", group_id=group_id, generation=generation)
     _prepare_rebalance(step, now, "leader did not sync in time")
@@ -227,6 +230,7 @@ def _prepare_rebalance(step: _Step, now: int, reason: str, initial_delay_ms: int
     group.transition(Preparing, now)
     log.info("rebalance started", group_id=group.group_id, reason=reason,
              generation=group.generation_id, members=len(group.members))
+    timeline.note_rebalance(group.group_id, group.generation_id, reason, now)
     gid = group.group_id
     step.timers.append((_join_key(gid), now + delay, lambda s, t: join_deadline(s, gid, t)))
     _maybe_complete_join(step, now)
@@ -245,6 +249,7 @@ def _complete_join(step: _Step, now: int) -> None:
         if not member.awaiting_join:
             log.info("member removed: did not rejoin in time", group_id=gid,
                      member_id=member.member_id)
+            timeline.note_removed(gid, member.member_id, timeline.DID_NOT_REJOIN, now)
             _drop(step, member.member_id)
     group.pending_members.clear()
     step.timers.append((_join_key(gid),))
@@ -301,6 +306,21 @@ def _remove_member(step: _Step, member_id: str, now: int, reason: str) -> None:
         _prepare_rebalance(step, now, reason)
     elif group.state is Preparing:
         _maybe_complete_join(step, now)
+
+
+def force_rebalance(shard: Any, group_id: str, now: int, reason: str) -> Result:
+    """Start a rebalance as a joining member would (the control endpoint's ``POST
+    /groups/<group>/rebalance``): a Stable or CompletingRebalance group prepares a rebalance,
+    its members are told to rejoin at their next heartbeat; a group already rebalancing, or
+    empty, is left as it is. The response is the group's state name after it."""
+    group = _group(shard, group_id)
+    if group is None:
+        return Result()
+    if group.state not in (Stable, Completing):
+        return Result(response=group.state.value)
+    step = _Step(group.copy())
+    _prepare_rebalance(step, now, reason)
+    return step.result(shard, step.group.state.value)
 
 
 # --- JoinGroup ----------------------------------------------------------------------------------
@@ -441,6 +461,7 @@ def _replace_static_member(step: _Step, old: ClassicMember, request: JoinRequest
     _arm_session(step, member, now)
     log.info("static member replaced", group_id=gid, instance_id=request.group_instance_id,
              old_member_id=old.member_id, member_id=new_id)
+    timeline.note_removed(gid, old.member_id, timeline.REPLACED, now)
     same_protocols = old.protocols == request.protocols or (
         group.protocol_name is not None
         and old.metadata(group.protocol_name) == member.metadata(group.protocol_name))

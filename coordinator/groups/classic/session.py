@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from coordinator.groups.common.shard import CoordinatorShard
+from coordinator.observability import timeline
 from coordinator.observability.logs import get_logger
 from coordinator.runtime import Pending, Result
 from protocol import ErrorCode
@@ -144,6 +145,7 @@ def leave(shard: Any, group_id: str, members: list[tuple[str, str | None, str | 
             continue
         log.info("member left", group_id=group_id, member_id=target.member_id,
                  reason=reason or "")
+        timeline.note_removed(group_id, target.member_id, timeline.LEFT, now)
         _remove_member(step, target.member_id, now, reason or f"{target.member_id} left")
         errors.append(ErrorCode.none)
     return step.result(shard, errors)

@@ -18,7 +18,7 @@ from typing import Any
 
 from coordinator.groups.common.assignor_job import build_job
 from coordinator.groups.common.group_configs import consumer_overrides
-from coordinator.observability import sensors
+from coordinator.observability import sensors, timeline
 from coordinator.observability.logs import get_logger
 from coordinator.runtime import CoordinatorError, Result
 from coordinator.runtime.result import Record
@@ -277,6 +277,7 @@ def schedule_session_timeout(shard: Any, env: ConsumerGroupEnv, group_id: str, m
             return Result()
         log.info("consumer group member session expired", group_id=group_id,
                  member_id=member_id, member_epoch=member.member_epoch)
+        timeline.note_removed(group_id, member_id, timeline.SESSION_EXPIRED, now)
         return remove_members(shard, env, group, [member], now)
 
     timeout = timeout_ms if timeout_ms is not None else \
@@ -296,6 +297,7 @@ def schedule_rebalance_timeout(shard: Any, env: ConsumerGroupEnv, group_id: str,
             return Result()
         log.info("consumer group member did not revoke within its rebalance timeout",
                  group_id=group_id, member_id=member_id, member_epoch=epoch)
+        timeline.note_removed(group_id, member_id, timeline.REBALANCE_TIMEOUT, now)
         return remove_members(shard, env, group, [current], now)
 
     timeout = member.rebalance_timeout_ms if member.rebalance_timeout_ms > 0 else \
@@ -392,6 +394,7 @@ def _leave(shard: Any, env: ConsumerGroupEnv, request: HeartbeatRequest,
         return Result([records.current_assignment(group.group_id, leaving)], response)
     log.info("member leaves the consumer group", group_id=group.group_id,
              member_id=member.member_id, member_epoch=member.member_epoch)
+    timeline.note_removed(group.group_id, member.member_id, timeline.LEFT, now_ms)
     return remove_members(shard, env, group, [member], now_ms, response)
 
 
@@ -440,6 +443,7 @@ def _member_for(group: ConsumerGroup, request: HeartbeatRequest, out: list[Recor
                 f"group because the instance id is owned by {existing.member_id} member.")
         log.info("static member replaces its previous instance", group_id=group.group_id,
                  instance_id=instance_id, member_id=member_id, replaced=existing.member_id)
+        timeline.note_removed(group.group_id, existing.member_id, timeline.REPLACED)
         return _replace_static(group, existing, member_id, out), existing, False
     if existing is None:
         raise CoordinatorError(ErrorCode.unknown_member_id,
@@ -500,7 +504,14 @@ def heartbeat(shard: Any, now_ms: int, env: ConsumerGroupEnv,
     effect = None
 
     # 1. The member, and the group epoch if the subscriptions changed.
-    member, replaced, is_new = _member_for(group, request, out)
+    try:
+        member, replaced, is_new = _member_for(group, request, out)
+    except CoordinatorError as exc:
+        if exc.code is ErrorCode.fenced_member_epoch:
+            known = group.member(request.member_id)
+            timeline.note_fenced(gid, request.member_id, request.member_epoch,
+                                 -1 if known is None else known.member_epoch, now_ms)
+        raise
     updated = _updated(member, request)
     if is_new or updated != member:
         out.append(records.member_metadata(gid, updated))

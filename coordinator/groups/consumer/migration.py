@@ -44,6 +44,7 @@ from coordinator.groups.classic.model import (
     ClassicMember,
     new_member_id,
 )
+from coordinator.observability import timeline
 from coordinator.observability.logs import get_logger
 from coordinator.runtime import CoordinatorError, Result
 from coordinator.runtime.result import Record
@@ -414,6 +415,7 @@ def classic_leave(shard: Any, env: ConsumerGroupEnv, group: ConsumerGroup,
         leaving[member.member_id] = member
         log.info("classic member leaves the consumer group", group_id=group.group_id,
                  member_id=member.member_id)
+        timeline.note_removed(group.group_id, member.member_id, timeline.LEFT, now_ms)
     if not leaving:
         return Result((), errors)
     return remove_members(shard, env, group, list(leaving.values()), now_ms, errors)

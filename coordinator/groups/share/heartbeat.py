@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from coordinator.groups.common.assignor_job import run_job
-from coordinator.observability import sensors
+from coordinator.observability import sensors, timeline
 from coordinator.observability.logs import get_logger
 from coordinator.runtime import CoordinatorError, Result
 from coordinator.runtime.result import Record
@@ -157,6 +157,7 @@ def schedule_session_timeout(shard: Any, env: ShareGroupEnv, group_id: str, memb
             return Result()
         log.info("share group member session expired", group_id=group_id,
                  member_id=member_id, member_epoch=member.member_epoch)
+        timeline.note_removed(group_id, member_id, timeline.SESSION_EXPIRED, now)
         return remove_member(shard, env, group, member, now)
 
     timeout = group_settings(shard, env, group_id).session_timeout_ms
@@ -214,6 +215,7 @@ def _leave(shard: Any, env: ShareGroupEnv, request: HeartbeatRequest, now_ms: in
                                f"{group.group_id}.")
     log.info("member leaves the share group", group_id=group.group_id,
              member_id=member.member_id, member_epoch=member.member_epoch)
+    timeline.note_removed(group.group_id, member.member_id, timeline.LEFT, now_ms)
     return remove_member(shard, env, group, member, now_ms,
                          HeartbeatResponse(request.member_id, LEAVE_GROUP_MEMBER_EPOCH, 0),
                          leaving=True)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from coordinator.groups.classic.model import ClassicGroup, ClassicGroupState
-from coordinator.observability import sensors
+from coordinator.observability import sensors, timeline
 from coordinator.observability.logs import get_logger
 from coordinator.runtime import CoordinatorError, Result
 from coordinator.runtime.result import Record
@@ -216,6 +216,7 @@ def schedule_session_timeout(shard: Any, env: StreamsGroupEnv, group_id: str, me
             return Result()
         log.info("streams group member session expired", group_id=group_id,
                  member_id=member_id, member_epoch=member.member_epoch)
+        timeline.note_removed(group_id, member_id, timeline.SESSION_EXPIRED, now)
         return remove_member(shard, group, member, now)
 
     timeout = group_settings(shard, env, group_id).session_timeout_ms
@@ -234,6 +235,7 @@ def schedule_rebalance_timeout(shard: Any, group_id: str, member: StreamsGroupMe
             return Result()
         log.info("streams group member did not revoke its tasks within its rebalance timeout",
                  group_id=group_id, member_id=member_id, member_epoch=epoch)
+        timeline.note_removed(group_id, member_id, timeline.REBALANCE_TIMEOUT, now)
         return remove_member(shard, group, current, now)
 
     timeout = member.rebalance_timeout_ms if member.rebalance_timeout_ms > 0 else 300000
@@ -331,6 +333,7 @@ def _leave(shard: Any, request: HeartbeatRequest, now_ms: int) -> Result:
                                f"{group.group_id}.")
     log.info("member leaves the streams group", group_id=group.group_id,
              member_id=member.member_id, member_epoch=member.member_epoch)
+    timeline.note_removed(group.group_id, member.member_id, timeline.LEFT, now_ms)
     return remove_member(shard, group, member, now_ms,
                          HeartbeatResponse(request.member_id, request.member_epoch))
 

@@ -1,0 +1,34 @@
+"""Test Kafka applications against a real group coordinator.
+
+``Coordinator.start()`` runs the server (``python -m coordinator serve --profile test``) as a
+child process on free ports; the pytest plugin (``kafka_coordinator.pytest_plugin``, registered
+through the ``pytest11`` entry point) gives tests one per test or per session. Fault injection
+(``kafka_coordinator.faults``), the HTTP control client (``kafka_coordinator.control``) and the
+rebalance timeline (``kafka_coordinator.timeline``) are imported when first used, so importing
+this package needs neither pytest nor the Kafka client libraries.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from .process import Coordinator, CoordinatorError
+
+if TYPE_CHECKING:
+    from .control import ControlClient
+    from .faults import Faults
+    from .timeline import Timeline
+
+__all__ = ["ControlClient", "Coordinator", "CoordinatorError", "Faults", "Timeline"]
+
+_LAZY = {"ControlClient": "control", "Faults": "faults", "Timeline": "timeline"}
+_SUBMODULES = frozenset({"control", "faults", "timeline", "pytest_plugin"})
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    if name in _SUBMODULES:
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

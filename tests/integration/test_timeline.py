@@ -1,0 +1,278 @@
+"""The rebalance timeline against real clients: what the coordinator says happened is what the
+clients' own rebalance callbacks saw, partition by partition, and a running server's timeline
+(``GET /timeline`` of the control endpoint) is the one its store gives offline
+(``python -m coordinator log timeline``).
+
+Each confluent-kafka consumer runs in its own process and prints its member id and every
+``on_assign`` / ``on_revoke`` / ``on_lost`` callback with a wall-clock timestamp.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from kafka_coordinator.timeline import Timeline, assert_no_partition_owned_twice, record_view
+from tests.harness import ServerProcess, wait_until
+
+ROOT = Path(__file__).resolve().parents[2]
+TOPIC = "orders"
+PARTITIONS = 6
+ALL = {(TOPIC, p) for p in range(PARTITIONS)}
+CLOCK_SLACK_MS = 2
+"""The server stamps records in whole milliseconds."""
+
+OVERRIDES = {
+    "control.listener": "http://127.0.0.1:0",
+    "group.consumer.session.timeout.ms": "6000",
+    "group.consumer.min.session.timeout.ms": "1000",
+    "group.consumer.heartbeat.interval.ms": "300",
+    "group.consumer.min.heartbeat.interval.ms": "100",
+    "group.consumer.assignment.interval.ms": "0",
+    "group.consumer.assignor.offload.enable": "true",
+    "group.initial.rebalance.delay.ms": "0",
+    "group.min.session.timeout.ms": "1000",
+}
+
+CHILD = r"""
+import json, select, sys, time
+from confluent_kafka import Consumer
+bootstrap, group, topic, protocol = sys.argv[1:5]
+def emit(event, parts=(), **fields):
+    print(json.dumps({"event": event, "t": time.time() * 1000,
+                      "partitions": [[p.topic, p.partition] for p in parts], **fields}),
+          flush=True)
+conf = {"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+        "log_level": 0}
+if protocol == "consumer":
+    conf["group.protocol"] = "consumer"
+else:
+    conf.update({"partition.assignment.strategy": "cooperative-sticky",
+                 "session.timeout.ms": 6000, "heartbeat.interval.ms": 300})
+c = Consumer(conf)
+c.subscribe([topic], on_assign=lambda c, p: emit("assign", p),
+            on_revoke=lambda c, p: emit("revoke", p), on_lost=lambda c, p: emit("lost", p))
+member = None
+try:
+    while True:
+        c.poll(0.05)
+        current = c.memberid()
+        if current and current != member:
+            member = current
+            emit("member", member=member)
+        if select.select([sys.stdin], [], [], 0)[0] and not sys.stdin.readline():
+            break
+finally:
+    c.close()
+    emit("closed")
+"""
+
+Callback = tuple[str, frozenset[tuple[str, int]], float]
+
+
+class Consumer:
+    """A consumer process and the callbacks it reported."""
+
+    def __init__(self, bootstrap: str, group: str, protocol: str) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", CHILD, bootstrap, group, TOPIC, protocol],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        self.rows: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            with self._lock:
+                self.rows.append(json.loads(line))
+
+    def member_ids(self) -> list[str]:
+        with self._lock:
+            return [row["member"] for row in self.rows if row["event"] == "member"]
+
+    def callbacks(self) -> list[Callback]:
+        """Every callback that changed something: (assign | revoke | lost, partitions, ms)."""
+        with self._lock:
+            return [(row["event"], frozenset((t, p) for t, p in row["partitions"]), row["t"])
+                    for row in self.rows
+                    if row["event"] in ("assign", "revoke", "lost") and row["partitions"]]
+
+    def owned(self) -> set[tuple[str, int]]:
+        owned: set[tuple[str, int]] = set()
+        for kind, partitions, _ in self.callbacks():
+            owned = owned | partitions if kind == "assign" else owned - partitions
+        return owned
+
+    def closed(self) -> bool:
+        with self._lock:
+            return any(row["event"] == "closed" for row in self.rows)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()
+            self.proc.wait(20)
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[ServerProcess]:
+    with ServerProcess(tmp_path / "data", OVERRIDES) as process:
+        admin = AdminClient({"bootstrap.servers": process.bootstrap})
+        for future in admin.create_topics([NewTopic(TOPIC, PARTITIONS)]).values():
+            future.result(10)
+        yield process
+
+
+@pytest.fixture
+def consumers() -> Iterator[list[Consumer]]:
+    started: list[Consumer] = []
+    yield started
+    for consumer in started:
+        try:
+            consumer.stop()
+        except (subprocess.TimeoutExpired, OSError):
+            consumer.proc.kill()
+
+
+def settled(timeline: Timeline, live: list[Consumer]) -> bool:
+    """The coordinator says the group is stable with these members, and their callbacks agree:
+    every partition owned by exactly one of them."""
+    if not timeline.is_stable(members=len(live)):
+        return False
+    owned = [consumer.owned() for consumer in live]
+    union = [tp for parts in owned for tp in parts]
+    return len(union) == len(set(union)) == PARTITIONS and set(union) == ALL
+
+
+def wait_settled(server: ServerProcess, group: str, live: list[Consumer],
+                 timeout: float = 30.0) -> Timeline:
+    url = server.control_url
+    assert url is not None, "the control endpoint is off"
+    found: list[Timeline] = []
+
+    def check() -> bool:
+        found[:] = [Timeline.fetch(url, group)]
+        return settled(found[0], live)
+
+    wait_until(check, timeout, interval=0.05,
+               message=f"{group} to settle with {len(live)} members")
+    return found[0]
+
+
+def scale_1_3_1(server: ServerProcess, consumers: list[Consumer], group: str,
+                protocol: str) -> Timeline:
+    """One member, three, one again; the timeline once the last one left too."""
+    first = Consumer(server.bootstrap, group, protocol)
+    consumers.append(first)
+    wait_settled(server, group, [first])
+    consumers += [Consumer(server.bootstrap, group, protocol) for _ in range(2)]
+    wait_settled(server, group, consumers)
+    for consumer in consumers[1:]:
+        consumer.stop()
+    wait_settled(server, group, [first])
+    first.stop()
+    url = server.control_url
+    assert url is not None
+
+    def empty() -> Timeline | None:
+        timeline = Timeline.fetch(url, group)
+        return None if timeline.members() else timeline
+
+    return wait_until(empty, 20, message="the last member to leave")
+
+
+def check_against_callbacks(timeline: Timeline, consumers: list[Consumer]) -> None:
+    """Per member: the same assignments and revocations, in the same order, as its callbacks;
+    a revocation acknowledged after the client made it, an assignment given before the client
+    got it."""
+    assert len(consumers) == 3
+    seen_members = set()
+    for consumer in consumers:
+        assert consumer.closed()
+        ids = consumer.member_ids()
+        assert len(ids) == 1, f"the member id changed: {ids}"  # no rejoin in this scenario
+        member = ids[0]
+        seen_members.add(member)
+        callbacks = consumer.callbacks()
+        history = timeline.assignment_history(member)
+        assert [("assign" if c.kind == "assigned" else "revoke", set(c.partitions))
+                for c in history] == [(kind, set(parts)) for kind, parts, _ in callbacks], member
+        for change, (_, _, at_ms) in zip(history, callbacks, strict=True):
+            if change.kind == "assigned":
+                assert change.timestamp <= at_ms + CLOCK_SLACK_MS, (member, change)
+            else:
+                assert change.timestamp >= at_ms - CLOCK_SLACK_MS, (member, change)
+        assert history[-1].owned == frozenset() and history[-1].removed
+    joined = {e["member"] for e in timeline.of_kind("member-joined")}
+    assert joined == seen_members
+    assert {e["member"] for e in timeline.of_kind("member-left")} == seen_members
+    assert_no_partition_owned_twice(timeline.events)
+
+
+def check_against_store(server: ServerProcess, timeline: Timeline, group: str) -> None:
+    """What the running server said is what its store says: after a crash and restart (the
+    server rebuilds the timeline from its records as it loads them, without what only its
+    memory knew), and offline."""
+    server.restart()
+    url = server.control_url
+    assert url is not None
+    wait_until(lambda: Timeline.fetch(url, group).events == record_view(timeline.events), 20,
+               message="the restarted server's timeline")
+    server.stop()
+    out = subprocess.run([sys.executable, "-m", "coordinator", "log", "timeline",
+                          str(server.log_dir), "--group", group],
+                         cwd=ROOT, capture_output=True, text=True, timeout=60, check=True)
+    offline = [json.loads(line) for line in out.stdout.splitlines()]
+    assert offline, out.stderr
+    assert record_view(timeline.events) == offline
+
+
+@pytest.mark.slow  # about 5 s: 4 consumer processes and a restart
+def test_a_consumer_protocol_group_scaling_1_3_1(server: ServerProcess,
+                                                 consumers: list[Consumer]) -> None:
+    timeline = scale_1_3_1(server, consumers, "kip848", "consumer")
+    check_against_callbacks(timeline, consumers)
+    # the story of the group: three joins, the targets that went with them, two revocations
+    # asked of the first member, and who left and why
+    assert timeline.rebalance_count() == len(timeline.of_kind("epoch-bumped")) >= 6
+    computed = timeline.of_kind("target-computed")
+    assert computed and all(e["assignor"] == "uniform" and e["duration_ms"] > 0
+                            and e["offloaded"] is True for e in computed)
+    assert [e["members"] for e in computed][:3] == [1, 2, 3]
+    assert sum(e["moved"] for e in computed) >= PARTITIONS
+    first = consumers[0].member_ids()[0]
+    asked = [e for e in timeline.of_kind("revocation-requested") if e["member"] == first]
+    assert asked, "the first member was never asked to revoke"
+    reasons = {e["member"]: (e["reason"], e["fenced"]) for e in timeline.of_kind("member-left")}
+    assert set(reasons.values()) == {("left", False)}
+    stables = [e["members"] for e in timeline.of_kind("group-stable")]
+    assert stables[0] == 1 and 3 in stables and stables[-1] == 1
+    assert Timeline.fetch(server.control_url or "", "no-such-group").events == []
+    check_against_store(server, timeline, "kip848")
+
+
+@pytest.mark.slow  # about 5 s
+def test_a_cooperative_classic_group_scaling_1_3_1(server: ServerProcess,
+                                                   consumers: list[Consumer]) -> None:
+    timeline = scale_1_3_1(server, consumers, "cooperative", "classic")
+    check_against_callbacks(timeline, consumers)
+    assert {e["group_type"] for e in timeline.events} == {"classic"}
+    computed = timeline.of_kind("target-computed")
+    assert {e["protocol"] for e in computed} == {"cooperative-sticky"}
+    # incremental: the first member gave partitions up in one generation and the others got
+    # them in the next, and the coordinator remembered each rebalance's start
+    first = consumers[0].member_ids()[0]
+    asked = [e for e in timeline.of_kind("revocation-requested") if e["member"] == first]
+    revoked = [e for e in timeline.of_kind("revoked") if e["member"] == first]
+    assert asked and revoked and revoked[0]["epoch"] == asked[0]["epoch"] + 1
+    assert timeline.of_kind("rebalance-started")
+    check_against_store(server, timeline, "cooperative")
