@@ -3,6 +3,13 @@
 ``add_arguments`` and ``run`` are what ``python -m coordinator bench assignor`` wires up.
 ``--all`` runs the issue's target table and prints one JSON line per case.
 
+``--subscriptions`` picks who subscribes to what (see :mod:`assignors.bench_input`):
+``homogeneous`` and ``heterogeneous`` (Kafka's JMH buckets, really independent homogeneous
+sub-groups) and two patterns that exercise the general heterogeneous path: ``overlapping``
+(member ``i`` subscribes to ``--window`` consecutive topics from ``(--stride * i) mod
+topics``, one connected group) and ``random`` (``--window`` topics drawn at random per member,
+seeded).
+
 ``--assignor streams-sticky`` times the streams groups' task assignor (KIP-1071) on the input
 of Kafka's ``StreamsStickyAssignorBenchmark`` (see :mod:`assignors.bench_input`): ``--topics``
 subtopologies of ``--partitions-per-topic`` tasks, ``--members`` members on processes of
@@ -20,7 +27,14 @@ import sys
 import time
 from collections.abc import Callable
 
-from assignors.bench_input import STREAMS_STICKY, BenchCase, build_spec, build_task_spec
+from assignors.bench_input import (
+    DEFAULT_STRIDE,
+    STREAMS_STICKY,
+    SUBSCRIPTIONS,
+    BenchCase,
+    build_spec,
+    build_task_spec,
+)
 from assignors.registry import ASSIGNORS, get_assignor
 from assignors.sticky_task import StickyTaskAssignor
 from assignors.task_spec import TaskAssignment, TaskAssignmentSpec
@@ -57,6 +71,33 @@ TARGETS: list[tuple[BenchCase, float | None]] = [
     (BenchCase("lag", 100, 100, 50, "homogeneous", True), None),
     (BenchCase("lag", 1000, 1000, 50, "homogeneous", False), None),
     (BenchCase("lag", 1000, 1000, 50, "heterogeneous", False), None),
+    # the general heterogeneous path (issue 22): overlapping subscriptions (member i: 200
+    # consecutive topics from 7i mod 1000, one connected group) and random subsets of 100
+    # topics; Kafka's Java uniform assignor on the overlapping input, same machine: 35 ms
+    # full, 21 ms one member joining, 135 ms at 5,000 members / 100k partitions
+    (BenchCase("uniform", 1000, 1000, 50, "overlapping"), 35.0),
+    (BenchCase("uniform", 1000, 1000, 50, "overlapping", True), 21.0),
+    (BenchCase("uniform", 1000, 1000, 50, "overlapping", False, 3), None),
+    (BenchCase("uniform", 1000, 1000, 50, "overlapping", True, 3), None),
+    (BenchCase("uniform", 1000, 1000, 50, "overlapping", False, 5), None),
+    (BenchCase("uniform", 1000, 1000, 50, "overlapping", True, 5), None),
+    (BenchCase("uniform", 1000, 1000, 50, "random"), None),
+    (BenchCase("uniform", 1000, 1000, 50, "random", True), None),
+    (BenchCase("uniform", 1000, 1000, 50, "random", False, 3), None),
+    (BenchCase("uniform", 1000, 1000, 50, "random", True, 3), None),
+    (BenchCase("uniform", 1000, 1000, 50, "random", False, 5), None),
+    (BenchCase("uniform", 1000, 1000, 50, "random", True, 5), None),
+    (BenchCase("uniform", 5000, 1000, 100, "overlapping"), 135.0),
+    (BenchCase("range", 1000, 1000, 50, "overlapping"), None),
+    (BenchCase("range", 1000, 1000, 50, "overlapping", True), None),
+    (BenchCase("range", 1000, 1000, 50, "overlapping", False, 3), None),
+    (BenchCase("range", 1000, 1000, 50, "overlapping", False, 5), None),
+    (BenchCase("range", 1000, 1000, 50, "random"), None),
+    (BenchCase("range", 1000, 1000, 50, "random", True), None),
+    (BenchCase("lag", 1000, 1000, 50, "overlapping"), None),
+    (BenchCase("lag", 1000, 1000, 50, "overlapping", True), None),
+    (BenchCase("lag", 1000, 1000, 50, "random"), None),
+    (BenchCase("lag", 1000, 1000, 50, "random", True), None),
     # streams groups' task assignor: 50k tasks, 500 processes x 2 threads (Kafka's JMH has
     # no published number for this size)
     (BenchCase(STREAMS_STICKY, 1000, 1000, 50), None),
@@ -75,8 +116,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--members", type=int, default=1000)
     parser.add_argument("--topics", type=int, default=1000)
     parser.add_argument("--partitions-per-topic", type=int, default=50)
+    parser.add_argument("--subscriptions", choices=SUBSCRIPTIONS, default="homogeneous")
     parser.add_argument(
-        "--subscriptions", choices=("homogeneous", "heterogeneous"), default="homogeneous"
+        "--window", type=int, default=None,
+        help="overlapping/random: topics per member (default 200 overlapping, 100 random)",
+    )
+    parser.add_argument(
+        "--stride", type=int, default=DEFAULT_STRIDE,
+        help="overlapping: member i's topics start at topic (stride * i) mod topics",
     )
     parser.add_argument(
         "--incremental", action="store_true",
@@ -136,6 +183,10 @@ def time_case(case: BenchCase, runs: int = RUNS) -> dict[str, object]:
         spec = build_spec(case, assignor)
         samples = _samples(lambda: assignor.assign(spec), runs)
         extra = {}
+        if case.topics_per_member is not None:
+            extra["window"] = case.topics_per_member
+            if case.subscriptions == "overlapping":
+                extra["stride"] = case.stride
     return {
         "assignor": case.assignor,
         "members": case.members,
@@ -196,9 +247,15 @@ def run(args: argparse.Namespace) -> dict[str, object]:
         members_per_process=args.members_per_process,
         standby_replicas=args.standby_replicas,
         remove=args.remove,
+        window=getattr(args, "window", None),
+        stride=getattr(args, "stride", DEFAULT_STRIDE),
     )
     if case.assignor != STREAMS_STICKY and (case.remove or case.standby_replicas):
         raise ValueError("--remove and --standby-replicas are streams-sticky options")
+    if case.topics_per_member is None and (
+        case.window is not None or case.stride != DEFAULT_STRIDE
+    ):
+        raise ValueError("--window and --stride go with --subscriptions overlapping/random")
     return time_case(case, getattr(args, "runs", RUNS))
 
 

@@ -3,11 +3,18 @@
 * ``members`` members ``member0..``, ``topics`` topics ``topic0..`` with
   ``partitions_per_topic`` partitions each;
 * homogeneous: everyone subscribes to every topic; heterogeneous: members and topics are
-  split into ``min(5, members)`` buckets, each bucket's members subscribe to its topics;
+  split into ``min(5, members)`` buckets, each bucket's members subscribe to its topics
+  (so really ``min(5, members)`` independent homogeneous sub-groups);
+* overlapping (not in Kafka's JMH): member ``i`` subscribes to the ``window`` consecutive
+  topics starting at topic ``(stride * i) mod topics`` (wrapping around), so subscriptions
+  overlap and, for a ``stride`` prime to ``topics``, the whole group is one component;
+* random (not in Kafka's JMH): member ``i`` subscribes to ``window`` topics drawn at random
+  (seeded, so every run times the same input);
 * racks ``R``: member ``i`` is on ``rack{i % R}`` and partition ``p`` has replicas on racks
   ``p``, ``p + 1`` and ``p + 2`` (mod ``R``);
 * incremental: assign ``members - 1`` members from scratch, feed that assignment back as
-  the current one, and add ``newMember`` with the subscription of member ``members - 2``.
+  the current one, and add ``newMember`` with the subscription of member ``members - 2``
+  (overlapping and random: the subscription member ``members - 1`` would have had).
 
 ``streams-sticky`` (the streams groups' task assignor) is built the way Kafka's JMH
 ``StreamsStickyAssignorBenchmark`` builds its input: each topic is one subtopology
@@ -33,6 +40,13 @@ from assignors.task_spec import SubtopologyTasks, TaskAssignmentSpec, TaskMember
 
 MAX_BUCKETS = 5
 
+SUBSCRIPTIONS = ("homogeneous", "heterogeneous", "overlapping", "random")
+"""The subscription patterns of the consumer group assignors' benchmark."""
+
+DEFAULT_WINDOW = {"overlapping": 200, "random": 100}
+"""Topics per member when ``window`` is not given."""
+DEFAULT_STRIDE = 7
+
 STREAMS_STICKY = "streams-sticky"
 """The bench's name for the streams task assignor (``sticky`` in ``TASK_ASSIGNORS``; renamed
 so as not to be confused with a consumer group assignor)."""
@@ -53,11 +67,40 @@ class BenchCase:
     """streams-sticky only: ``num.standby.replicas``."""
     remove: bool = False
     """streams-sticky incremental only: one member leaves instead of one joining."""
+    window: int | None = None
+    """overlapping and random only: topics per member (``None``: :data:`DEFAULT_WINDOW`)."""
+    stride: int = DEFAULT_STRIDE
+    """overlapping only: member ``i``'s topics start at ``stride * i``."""
+
+    @property
+    def topics_per_member(self) -> int | None:
+        """Topics each member subscribes to for overlapping and random, else ``None``."""
+        if self.subscriptions not in DEFAULT_WINDOW:
+            return None
+        window = DEFAULT_WINDOW[self.subscriptions] if self.window is None else self.window
+        return min(window, self.topics)
 
 
-def _subscriptions(count: int, topic_ids: list[uuid.UUID], kind: str) -> list[list[uuid.UUID]]:
+def _subscriptions(
+    count: int, topic_ids: list[uuid.UUID], case: BenchCase, seed: int
+) -> list[list[uuid.UUID]]:
+    kind = case.subscriptions
     if kind == "homogeneous":
         return [topic_ids] * count
+    if kind not in SUBSCRIPTIONS:
+        raise ValueError(f"unknown subscription pattern {kind!r}")
+    window = case.topics_per_member
+    if window is not None:
+        if window < 1:
+            raise ValueError("window must be at least 1")
+        topics = len(topic_ids)
+        if kind == "overlapping":
+            return [
+                [topic_ids[(case.stride * i + j) % topics] for j in range(window)]
+                for i in range(count)
+            ]
+        rng = random.Random(f"random subscriptions {seed}")
+        return [rng.sample(topic_ids, window) for _ in range(count)]
     buckets = min(MAX_BUCKETS, count)
     if len(topic_ids) < buckets:
         raise ValueError(f"at least {buckets} topics are needed for {buckets} buckets")
@@ -90,7 +133,10 @@ def build_spec(case: BenchCase, assignor: PartitionAssignor, seed: int = 0) -> A
         return f"rack{i % racks}" if racks else None
 
     count = case.members - 1 if case.incremental else case.members
-    subs = _subscriptions(count, topic_ids, case.subscriptions)
+    # the new patterns also draw the joining member's subscription (Kafka's buckets do not)
+    subs = _subscriptions(
+        count if case.topics_per_member is None else case.members, topic_ids, case, seed
+    )
     members = [MemberSpec(f"member{i}", subs[i], rack=rack(i)) for i in range(count)]
     spec = AssignmentSpec.build(members, topics, lags=lags)
     if not case.incremental:
@@ -100,7 +146,12 @@ def build_spec(case: BenchCase, assignor: PartitionAssignor, seed: int = 0) -> A
         MemberSpec(m.member_id, m.subscribed_topic_ids, rack=m.rack, assignment=first[m.member_id])
         for m in members
     ]
-    new_subs = subs[case.members - 2] if case.subscriptions == "heterogeneous" else topic_ids
+    if case.subscriptions == "heterogeneous":
+        new_subs = subs[case.members - 2]
+    elif case.topics_per_member is not None:
+        new_subs = subs[case.members - 1]
+    else:
+        new_subs = topic_ids
     members.append(MemberSpec("newMember", new_subs, rack=rack(case.members - 1)))
     return AssignmentSpec.build(members, topics, lags=lags)
 

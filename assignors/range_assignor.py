@@ -10,14 +10,20 @@ holding it in most of the class's topics). Members keep their current partitions
 their quota (lowest numbers first, rack-matched ones before others), extra slots go first
 to members already holding more than the floor, and free partitions are handed out in
 ascending runs (to a member on a replica's rack when possible).
+
+A class with fewer partitions than members (overlapping subscriptions: every topic its own
+class, hundreds of subscribers, tens of partitions) is solved without a step per member:
+only the current holders and the first members in range order can get a partition.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left
+from collections import deque
 from collections.abc import Sequence
+from itertools import compress
 
 from assignors.base import PartitionAssignor
-from assignors.racks import rack_aware
 from assignors.spec import NO_RACK, AssignmentSpec, GroupAssignment, Partitions
 
 
@@ -29,38 +35,52 @@ class RangeAssignor(PartitionAssignor):
         by_sub: dict[int, list[int]] = {}
         for m, s in enumerate(spec.member_subscriptions):
             by_sub.setdefault(s, []).append(m)
-        signature: dict[int, list[int]] = {}
+        signature: list[list[int]] = [[] for _ in range(spec.topic_count)]
         for s in sorted(by_sub):
             for t in spec.subscriptions[s]:
-                signature.setdefault(t, []).append(s)
+                signature[t].append(s)
         classes: dict[tuple[int, tuple[int, ...]], list[int]] = {}
-        for t, sub_list in signature.items():
-            if counts[t]:
+        for t, sub_list in enumerate(signature):
+            if sub_list and counts[t]:
                 classes.setdefault((counts[t], tuple(sub_list)), []).append(t)
+        only = {s: ms[0] for s, ms in by_sub.items() if len(ms) == 1}
 
         rank = _range_rank(spec)
-        out_topics: list[tuple[int, ...]] = [()] * spec.member_count
-        out_parts: list[tuple[Partitions, ...]] = [()] * spec.member_count
+        holders = _Holders(spec)
+        singles: list[Partitions] = []  # (p,), shared by all one-partition assignments
+        rack_cache: dict[tuple[int, ...], list[frozenset[int]]] = {}
+        out_topics: list[tuple[int, ...] | list[int]] = [()] * spec.member_count
+        out_parts: list[tuple[Partitions, ...] | list[Partitions]] = [()] * spec.member_count
+        grown: list[bool] = [False] * spec.member_count
         for (n, subs), topics in classes.items():
             topics.sort()
             if len(subs) == 1:
                 members: list[int] = by_sub[subs[0]]
             else:
-                members = [m for s in subs for m in by_sub[s]]
+                if len(only) == len(by_sub) or all(map(only.__contains__, subs)):
+                    members = list(map(only.__getitem__, subs))
+                else:
+                    members = [m for s in subs for m in by_sub[s]]
                 members.sort()
             if rank is not None:
                 members = sorted(members, key=rank.__getitem__)
-            result = _assign_class(spec, members, topics, n)
             class_topics = tuple(topics)
             width = len(class_topics)
-            for m, parts in zip(members, result, strict=True):
-                if parts:
-                    if out_topics[m]:
-                        out_topics[m] += class_topics
-                        out_parts[m] += (parts,) * width
-                    else:
-                        out_topics[m] = class_topics
-                        out_parts[m] = (parts,) * width
+            for m, parts in _assign_class(spec, members, topics, n, holders, rank, singles,
+                                          rack_cache):
+                if not out_topics[m]:
+                    out_topics[m] = class_topics
+                    out_parts[m] = (parts,) * width
+                    continue
+                if not grown[m]:
+                    grown[m] = True
+                    out_topics[m] = list(out_topics[m])
+                    out_parts[m] = list(out_parts[m])
+                out_topics[m] += class_topics  # type: ignore[operator]  # lists by now
+                out_parts[m] += (parts,) * width  # type: ignore[operator]
+        for m in compress(range(spec.member_count), grown):
+            out_topics[m] = tuple(out_topics[m])
+            out_parts[m] = tuple(out_parts[m])
         return GroupAssignment(spec.member_ids, spec.topic_ids, out_topics, out_parts)
 
 
@@ -79,17 +99,50 @@ def _range_rank(spec: AssignmentSpec) -> list[int] | None:
     return rank
 
 
+class _Holders:
+    """Who holds what of each topic in the current assignment, built on first use (one
+    pass over the current assignment)."""
+
+    __slots__ = ("_by_topic", "_spec")
+
+    def __init__(self, spec: AssignmentSpec) -> None:
+        self._spec = spec
+        self._by_topic: list[list[tuple[int, Partitions]]] | None = None
+
+    def of(self, t: int) -> list[tuple[int, Partitions]]:
+        """(member, partitions) of the members holding partitions of topic ``t``."""
+        if self._by_topic is None:
+            spec = self._spec
+            by_topic: list[list[tuple[int, Partitions]]] = [[] for _ in range(spec.topic_count)]
+            for m, ts in enumerate(spec.current_topics):
+                if ts:
+                    for tt, parts in zip(ts, spec.current_partitions[m], strict=True):
+                        by_topic[tt].append((m, parts))
+            self._by_topic = by_topic
+        return self._by_topic[t]
+
+
 def _assign_class(
-    spec: AssignmentSpec, members: Sequence[int], topics: list[int], n: int
-) -> list[Partitions]:
-    """Partitions ``0..n-1`` for each of ``members`` (range order), shared by ``topics``."""
+    spec: AssignmentSpec, members: Sequence[int], topics: list[int], n: int,
+    holders: _Holders, rank: list[int] | None, singles: list[Partitions],
+    rack_cache: dict[tuple[int, ...], list[frozenset[int]]],
+) -> list[tuple[int, Partitions]]:
+    """Partitions ``0..n-1`` for ``members`` (range order), shared by ``topics``: the
+    members that get some, with their partitions.
+
+    With fewer partitions than members only the holders and the first members in range
+    order can get one, so only they are looked at (no step per member of the class).
+    """
     k = len(members)
-    held = _current_owners(spec, members, topics, n)
     q, r = divmod(n, k)
-    cnt = [len(h) for h in held]
-    racks = _class_racks(spec, members, topics, n)
-    if racks is None and not any(cnt):
-        return _fresh_ranges(k, q, r)
+    held = _current_owners(spec, members, topics, holders, rank)
+    racks = _class_racks(spec, members, topics, n, rack_cache)
+    if not held and racks is None:
+        return _fresh_ranges(members, q, r, singles)
+    if q == 0:
+        return _assign_sparse(spec, members, n, held, racks)
+    dense: list[Sequence[int]] = [held.get(m, ()) for m in members] if held else [()] * k
+    cnt = list(map(len, dense))
     quota = [q] * k
     extras = r
     for i in range(k):
@@ -101,138 +154,280 @@ def _assign_class(
             quota[i] = q + 1
             extras -= 1
 
-    kept: list[list[int]] = []
+    kept: list[Sequence[int]] = []
     for i in range(k):
-        mine = held[i]
+        mine = dense[i]
         if len(mine) > quota[i]:
-            if racks is not None and spec.member_racks[members[i]] != NO_RACK:
-                rack = spec.member_racks[members[i]]
-                good = [p for p in mine if rack in racks[p]]
-                bad = [p for p in mine if rack not in racks[p]]
-                mine = sorted((good + bad)[: quota[i]])
-            else:
-                mine = mine[: quota[i]]
+            mine = _keep(spec, members[i], mine, quota[i], racks)
         kept.append(mine)
     taken = {p for mine in kept for p in mine}
     free = [p for p in range(n) if p not in taken]
     needy = [i for i in range(k) if len(kept[i]) < quota[i]]
-    if racks is not None:
-        grants = _fill_by_rack(spec, members, needy, kept, quota, free, racks)
-    else:
-        grants = {}
-        start = 0
-        for i in needy:
-            need = quota[i] - len(kept[i])
-            grants[i] = free[start:start + need]
-            start += need
-    result: list[Partitions] = []
+    grants = _grant(spec, members, needy, [quota[i] - len(kept[i]) for i in needy], free,
+                    racks)
+    result: list[tuple[int, Partitions]] = []
     for i in range(k):
         got = grants.get(i)
+        mine = kept[i]
         if got:
-            result.append(tuple(sorted(kept[i] + got)))
-        else:
-            result.append(tuple(kept[i]))
+            result.append((members[i], tuple(sorted((*mine, *got)) if mine or racks else got)))
+        elif mine:
+            result.append((members[i], mine if isinstance(mine, tuple) else tuple(mine)))
     return result
 
 
-def _fresh_ranges(k: int, q: int, r: int) -> list[Partitions]:
-    result: list[Partitions] = []
+def _assign_sparse(
+    spec: AssignmentSpec, members: Sequence[int], n: int, held: dict[int, Sequence[int]],
+    racks: list[frozenset[int]] | None,
+) -> list[tuple[int, Partitions]]:
+    """:func:`_assign_class` with fewer partitions than members (the quota is 0, plus one
+    for ``n`` members): every holder keeps one partition, the first members in range order
+    holding nothing take the rest."""
+    kept: dict[int, Sequence[int]] = {}
+    for m, mine in held.items():
+        kept[m] = _keep(spec, m, mine, 1, racks) if len(mine) > 1 else mine
+    taken = {mine[0] for mine in kept.values()}
+    free = [p for p in range(n) if p not in taken]
+    needy: list[int] = []
+    if free:
+        want = n - len(kept)
+        for i, m in enumerate(members):
+            if m not in kept:
+                needy.append(i)
+                if len(needy) == want:
+                    break
+    result = [(m, mine if isinstance(mine, tuple) else tuple(mine)) for m, mine in kept.items()]
+    if racks is None:
+        result += [(members[i], (p,)) for i, p in zip(needy, free, strict=True)]
+    else:
+        result += _one_each_by_rack(spec, members, needy, free, racks)
+    return result
+
+
+def _one_each_by_rack(
+    spec: AssignmentSpec, members: Sequence[int], needy: list[int], free: list[int],
+    racks: list[frozenset[int]],
+) -> list[tuple[int, Partitions]]:
+    """:func:`_fill_by_rack` when every needy member takes one partition."""
+    member_racks = spec.member_racks
+    queues: dict[int, list[int]] = {}  # rack -> [next position in the queue, needy...]
+    for i in needy:
+        rack = member_racks[members[i]]
+        if rack != NO_RACK:
+            queue = queues.get(rack)
+            if queue is None:
+                queues[rack] = [1, i]
+            else:
+                queue.append(i)
+    got: dict[int, int] = {}
+    leftover = []
+    # the queues of a partition's replica racks, by rack set (few distinct ones)
+    queues_of: dict[int, list[list[int]]] = {}
+    for p in free:
+        rack_set = racks[p]
+        candidates = queues_of.get(id(rack_set))
+        if candidates is None:
+            candidates = queues_of[id(rack_set)] = [
+                queue for rack in rack_set if (queue := queues.get(rack)) is not None]
+        best = -1
+        chosen: list[int] = []
+        for queue in candidates:
+            head = queue[0]
+            if head < len(queue) and (best < 0 or queue[head] < best):
+                best = queue[head]
+                chosen = queue
+        if best < 0:
+            leftover.append(p)
+        else:
+            got[best] = p
+            chosen[0] += 1
+    rest = iter(leftover)
+    return [(members[i], (got[i],) if i in got else (next(rest),)) for i in needy]
+
+
+def _keep(
+    spec: AssignmentSpec, m: int, mine: Sequence[int], quota: int,
+    racks: list[frozenset[int]] | None,
+) -> list[int]:
+    """The ``quota`` partitions ``m`` keeps of ``mine``: lowest first, rack-matched ones
+    before the others."""
+    rack = spec.member_racks[m]
+    if racks is not None and rack != NO_RACK:
+        good = [p for p in mine if rack in racks[p]]
+        bad = [p for p in mine if rack not in racks[p]]
+        return sorted((good + bad)[:quota])
+    return list(mine[:quota])
+
+
+def _grant(
+    spec: AssignmentSpec, members: Sequence[int], needy: list[int], needs: list[int],
+    free: list[int], racks: list[frozenset[int]] | None,
+) -> dict[int, list[int]]:
+    """``free`` (ascending) to the ``needy`` positions, ``needs`` each, in ascending runs;
+    with rack data each partition first goes to the first needy member on one of its
+    replicas' racks."""
+    if racks is None:
+        grants: dict[int, list[int]] = {}
+        start = 0
+        for i, need in zip(needy, needs, strict=True):
+            grants[i] = free[start:start + need]
+            start += need
+        return grants
+    return _fill_by_rack(spec, members, needy, needs, free, racks)
+
+
+def _fresh_ranges(
+    members: Sequence[int], q: int, r: int, singles: list[Partitions]
+) -> list[tuple[int, Partitions]]:
+    if not q:
+        if len(singles) < r:
+            singles.extend((p,) for p in range(len(singles), r))
+        return list(zip(members[:r], singles[:r], strict=True))
+    result: list[tuple[int, Partitions]] = []
     start = 0
-    for i in range(k):
+    for i, m in enumerate(members):
         size = q + 1 if i < r else q
-        result.append(tuple(range(start, start + size)))
+        result.append((m, tuple(range(start, start + size))))
         start += size
     return result
 
 
 def _current_owners(
-    spec: AssignmentSpec, members: Sequence[int], topics: list[int], n: int
-) -> list[list[int]]:
-    """Ascending partition numbers currently owned by each member for the whole class.
+    spec: AssignmentSpec, members: Sequence[int], topics: list[int], holders: _Holders,
+    rank: list[int] | None,
+) -> dict[int, Sequence[int]]:
+    """Ascending partition numbers currently owned for the whole class, by member: each
+    partition number goes to the subscriber holding it in most of the class's topics (ties
+    to the first in range order).
 
-    When a member holds the same partition tuple in every topic of the class (the usual
-    case, as this assignor produces it), that tuple is taken whole; otherwise each
-    partition number goes to the member holding it in most of the class's topics.
+    One topic: its holders (no step per member of the class). Several: when a member holds
+    the same partition tuple in every topic of the class and nothing else (the usual case,
+    as this assignor produces it), that tuple is taken whole; otherwise partition numbers
+    are voted for.
     """
+    if len(topics) == 1:
+        (t,) = topics
+        subscriptions = spec.subscriptions
+        member_subs = spec.member_subscriptions
+        owned: dict[int, Sequence[int]] = {}
+        for m, parts in holders.of(t):
+            sub = subscriptions[member_subs[m]]
+            j = bisect_left(sub, t)
+            if j < len(sub) and sub[j] == t:
+                owned[m] = parts
+        return owned
     topic_set = frozenset(topics)
     width = len(topics)
     cur_topics = spec.current_topics
     cur_parts = spec.current_partitions
-    whole: list[Partitions | None] = []
-    mixed = False
+    whole: dict[int, Sequence[int]] = {}
+    mixed: list[int] = []
     for m in members:
         ts = cur_topics[m]
         if not ts:
-            whole.append(())
             continue
         ps = cur_parts[m]
-        if len(ts) == width and topic_set.issuperset(ts):
-            distinct = set(ps)
-            if len(distinct) == 1:
-                whole.append(ps[0])
-                continue
-        whole.append(None)
-        mixed = True
+        if len(ts) == width and topic_set.issuperset(ts) and len(set(ps)) == 1:
+            whole[m] = ps[0]
+        else:
+            mixed.append(m)
     if not mixed:
-        return [list(p) if p else [] for p in whole]
+        return whole
     votes: dict[int, dict[int, int]] = {}
-    for i, m in enumerate(members):
-        rep = whole[i]
-        if rep is not None:
-            for p in rep:
-                votes.setdefault(p, {})[i] = width
-            continue
+    for m, rep in whole.items():
+        for p in rep:
+            votes.setdefault(p, {})[m] = width
+    for m in mixed:
         for t, parts in zip(cur_topics[m], cur_parts[m], strict=True):
             if t in topic_set:
                 for p in parts:
-                    per = votes.setdefault(p, {})
-                    per[i] = per.get(i, 0) + 1
-    held: list[list[int]] = [[] for _ in members]
+                    per = votes.get(p)
+                    if per is None:
+                        votes[p] = {m: 1}
+                    else:
+                        per[m] = per.get(m, 0) + 1
+    held: dict[int, list[int]] = {}
     for p in sorted(votes):
         per = votes[p]
-        best = min(per, key=lambda i: (-per[i], i))
-        held[best].append(p)
-    return held
+        if len(per) == 1:
+            (best,) = per
+        elif rank is None:
+            best = min(per, key=lambda m: (-per[m], m))
+        else:
+            best = min(per, key=lambda m: (-per[m], rank[m]))
+        held.setdefault(best, []).append(p)
+    return dict(held)
 
 
 def _class_racks(
-    spec: AssignmentSpec, members: Sequence[int], topics: list[int], n: int
+    spec: AssignmentSpec, members: Sequence[int], topics: list[int], n: int,
+    cache: dict[tuple[int, ...], list[frozenset[int]]],
 ) -> list[frozenset[int]] | None:
-    """Racks holding a replica of partition ``p`` in every topic of the class (if relevant)."""
-    if not rack_aware(spec, members, topics):
+    """Racks holding a replica of partition ``p`` in every topic of the class, if some
+    member's rack lacks a replica of some partition (else racks do not matter)."""
+    if not spec.partition_racks:
         return None
-    racks: list[frozenset[int] | None] = [None] * n
-    for t in topics:
-        prs = spec.partition_racks[t]
-        if prs is None:
-            continue
-        for p in range(n):
-            here = spec.rack_sets[prs[p]]
-            old = racks[p]
-            racks[p] = here if old is None else old & here
-    return [r if r is not None else frozenset() for r in racks]
+    commons = [c for t in topics if (c := spec.topic_common_racks[t]) is not None]
+    if not commons:
+        return None
+    everywhere = frozenset.intersection(*commons)  # racks with every partition of the class
+    all_racks = cache.get(())
+    if all_racks is None:
+        all_racks = cache[()] = [frozenset(spec.member_racks) - {NO_RACK}]
+    if all_racks[0] <= everywhere:
+        return None  # no member anywhere lacks a replica
+    member_racks = spec.member_racks
+    if all(r == NO_RACK or r in everywhere for r in map(member_racks.__getitem__, members)):
+        return None
+    # topics with the same replica racks share one (interned) tuple: intersect each once,
+    # and classes with the same tuples share the answer (``cache[()]``: the member racks)
+    distinct = {id(prs): prs for t in topics if (prs := spec.partition_racks[t]) is not None}
+    key = tuple(sorted(distinct))
+    racks = cache.get(key)
+    if racks is None:
+        rack_sets = spec.rack_sets
+        tuples = iter(distinct.values())
+        racks = [rack_sets[k] for k in next(tuples)]
+        for prs in tuples:
+            racks = [have & rack_sets[k] for have, k in zip(racks, prs, strict=True)]
+        cache[key] = racks
+    return racks
 
 
 def _fill_by_rack(
     spec: AssignmentSpec,
     members: Sequence[int],
     needy: list[int],
-    kept: list[list[int]],
-    quota: list[int],
+    needs: list[int],
     free: list[int],
     racks: list[frozenset[int]],
 ) -> dict[int, list[int]]:
-    need = {i: quota[i] - len(kept[i]) for i in needy}
+    """Each free partition, in order, to the first needy member (in order) on one of its
+    replicas' racks that still needs some; the rest in ascending runs."""
+    need = dict(zip(needy, needs, strict=True))
     grants: dict[int, list[int]] = {i: [] for i in needy}
+    # per rack, the needy members on it in order (the first with a need left is in front)
+    queues: dict[int, deque[int]] = {}
+    for i in needy:
+        rack = spec.member_racks[members[i]]
+        if rack != NO_RACK:
+            queues.setdefault(rack, deque()).append(i)
     leftover = []
     for p in free:
-        for i in needy:
-            if need[i] and spec.member_racks[members[i]] in racks[p]:
-                grants[i].append(p)
-                need[i] -= 1
-                break
-        else:
+        best = -1
+        for rack in racks[p]:
+            queue = queues.get(rack)
+            if queue:
+                i = queue[0]
+                if best < 0 or i < best:
+                    best = i
+        if best < 0:
             leftover.append(p)
+            continue
+        grants[best].append(p)
+        need[best] -= 1
+        if not need[best]:
+            queues[spec.member_racks[members[best]]].popleft()
     k = 0
     for i in needy:
         take = need[i]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import repeat
 
 from assignors.spec import AssignmentSpec
 
@@ -27,7 +28,90 @@ class Component:
 
 
 def components(spec: AssignmentSpec) -> list[Component]:
-    """Split the group into components (union-find over distinct subscriptions)."""
+    """Split the group into components (union-find over distinct subscriptions).
+
+    Subscriptions of one big component are usually subsets of the topics it already has:
+    once that component holds every topic index below some ``k`` (typically all topics),
+    a subscription's last (largest) topic tells; otherwise one C-level ``issuperset``
+    does. Only the other subscriptions are merged topic by topic (all of them when there
+    are few (subscription, topic) pairs: that is faster then).
+    """
+    subs = spec.subscriptions
+    used = sorted(set(spec.member_subscriptions))
+    if sum(map(len, map(subs.__getitem__, used))) <= _SMALL:
+        return _components_small(spec, used)
+    parent: dict[int, int] = {}
+
+    def find(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    owner: dict[int, int] = {}  # topic -> a subscription that has it
+    topics_of: dict[int, set[int]] = {}  # root -> the topics of its component
+    big = -1  # the root with the most topics
+    big_set: set[int] = set()
+    below = 0  # big_set holds every topic index below this
+    for s in used:
+        sub = subs[s]
+        if not sub:
+            continue
+        if big >= 0 and (sub[-1] < below or big_set.issuperset(sub)):
+            parent[s] = big
+            continue
+        parent[s] = s
+        merged = set(sub)
+        root = s
+        if owner.keys().isdisjoint(sub):
+            owner.update(zip(sub, repeat(s)))
+        else:
+            roots = {find(o) for o in set(map(owner.get, sub)) if o is not None}
+            owner.update(zip(sub, repeat(s)))
+            for r in roots:
+                other = topics_of.pop(r)
+                if len(other) > len(merged):
+                    other, merged = merged, other
+                merged |= other
+                if r < root:
+                    root = r
+            for r in roots:
+                parent[r] = root
+            parent[s] = root
+        topics_of[root] = merged
+        if big < 0 or big not in topics_of or len(merged) >= len(big_set):
+            big = root
+            big_set = merged
+            size = len(merged)
+            below = size if sub[-1] < size and max(merged) == size - 1 else 0
+    root_of = {s: find(s) for s in parent}
+    groups: dict[int, list[int]] = {}
+    for s in used:
+        found = root_of.get(s)
+        if found is not None:
+            groups.setdefault(found, []).append(s)
+    members: dict[int, list[int]] = {root: [] for root in groups}
+    if len(groups) == 1:
+        (root,) = groups
+        ms = members[root]
+        ms.extend(m for m, s in enumerate(spec.member_subscriptions) if s in root_of)
+    else:
+        for m, s in enumerate(spec.member_subscriptions):
+            found = root_of.get(s)
+            if found is not None:
+                members[found].append(m)
+    return [
+        Component(tuple(members[root]), tuple(sorted(topics_of[root])), tuple(group))
+        for root, group in sorted(groups.items())
+    ]
+
+
+_SMALL = 4096
+"""Up to this many (subscription, topic) pairs, components are merged topic by topic."""
+
+
+def _components_small(spec: AssignmentSpec, used: list[int]) -> list[Component]:
+    """:func:`components` topic by topic: the fastest way for few subscription entries."""
     subs = spec.subscriptions
     parent = list(range(len(subs)))
 
@@ -37,7 +121,6 @@ def components(spec: AssignmentSpec) -> list[Component]:
             x = parent[x]
         return x
 
-    used = sorted(set(spec.member_subscriptions))
     owner: dict[int, int] = {}
     for s in used:
         for t in subs[s]:

@@ -16,8 +16,10 @@ class UniformAssignor(PartitionAssignor):
 
     The group is split into components that share no topic; a component whose members all
     have the same subscription is solved by arithmetic on counts (member partition counts
-    differ by at most one), any other by greedy hand-out plus balancing moves (no holder of
-    a topic ends more than one partition above any subscriber of that topic).
+    differ by at most one), any other on counts per member and topic
+    (:mod:`assignors.uniform_heterogeneous`): as balanced as the subscriptions allow (no
+    chain of hand-overs leads from a member to one with two partitions fewer, so no holder
+    of a topic ends more than one partition above any subscriber of that topic).
     """
 
     name = "uniform"

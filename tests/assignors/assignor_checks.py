@@ -200,3 +200,171 @@ def check_moves_required(
         if len(after.members[now][tid]) == 1:
             trial_holds[now].discard(tid)
         assert not balance_ok(trial, trial_holds, subs), f"{tid}:{p} moved {old}->{now} needlessly"
+
+
+# --- overlapping and random subscriptions (the general heterogeneous path) ---------------
+
+
+@st.composite
+def topics_with_racks(
+    draw: st.DrawFn, count: int, max_partitions: int = 12, racks: str | None = None
+) -> list[TopicMetadata]:
+    """``count`` topics; ``racks``: ``none``, ``single`` (one replica rack per partition) or
+    ``multi`` (one to three), drawn when not given."""
+    mode = racks or draw(st.sampled_from(["none", "single", "multi"]))
+    topics = []
+    for i in range(count):
+        n = draw(st.integers(0, max_partitions))
+        partition_racks = None
+        if mode == "single":
+            partition_racks = [{draw(st.sampled_from(RACKS))} for _ in range(n)]
+        elif mode == "multi":
+            partition_racks = [
+                set(draw(st.lists(st.sampled_from(RACKS), min_size=1, max_size=3)))
+                for _ in range(n)
+            ]
+        topics.append(TopicMetadata(topic_id(i), f"t{i}", n, partition_racks))
+    return topics
+
+
+@st.composite
+def overlapping_strategy(
+    draw: st.DrawFn, kind: str | None = None, max_members: int = 9, max_topics: int = 8,
+    racks: str | None = None,
+) -> tuple[list[MemberSpec], list[TopicMetadata]]:
+    """Members subscribed like ``bench assignor --subscriptions overlapping`` (member ``i``:
+    ``window`` consecutive topics from ``stride * i``, wrapping) or ``random`` (a random
+    subset of ``window`` topics each), with or without racks, and a random current
+    assignment (possibly empty)."""
+    kind = kind or draw(st.sampled_from(["overlapping", "random"]))
+    count = draw(st.integers(2, max_topics))
+    topics = draw(topics_with_racks(count, racks=racks))
+    ids = [t.topic_id for t in topics]
+    size = draw(st.integers(2, max_members))
+    window = draw(st.integers(1, count))
+    stride = draw(st.integers(1, count))
+    racked = draw(st.booleans()) or racks is not None
+    members = []
+    for i in range(size):
+        if kind == "overlapping":
+            subs = frozenset(ids[(stride * i + j) % count] for j in range(window))
+        else:
+            subs = frozenset(draw(st.lists(st.sampled_from(ids), min_size=window,
+                                           max_size=window, unique=True)))
+        rack = draw(st.sampled_from((*RACKS, None))) if racked else None
+        members.append(MemberSpec(f"m{i}", subs, rack=rack))
+    if draw(st.booleans()):
+        holdings: dict[str, dict[Hashable, list[int]]] = {m.member_id: {} for m in members}
+        for t in topics:
+            for p in range(t.partition_count):
+                owner = draw(st.integers(-1, size - 1))
+                if owner >= 0:
+                    holdings[f"m{owner}"].setdefault(t.topic_id, []).append(p)
+        members = [
+            MemberSpec(m.member_id, m.subscribed_topic_ids, m.instance_id, m.rack,
+                       holdings[m.member_id])
+            for m in members
+        ]
+    return members, topics
+
+
+def check_most_balanced(
+    members: list[MemberSpec], topics: list[TopicMetadata], assignment: GroupAssignment
+) -> None:
+    """As balanced as the subscriptions allow: no chain of hand-overs (``a`` gives ``b`` a
+    partition of a topic ``b`` subscribes to, ``b`` one to ``c``, ...) leads from a member to
+    one with two partitions fewer (then one partition could move along it)."""
+    load = loads(assignment)
+    subs = subscribers(members, topics)
+    holds = {m: [t for t, p in ts.items() if p] for m, ts in assignment.members.items()}
+    for a in load:
+        seen = {a}
+        frontier = [a]
+        while frontier:
+            nxt = []
+            for u in frontier:
+                for t in holds[u]:
+                    for v in subs[t]:
+                        if v not in seen:
+                            assert load[a] < load[v] + 2, f"{a} ({load[a]}) -> {v} ({load[v]})"
+                            seen.add(v)
+                            nxt.append(v)
+            frontier = nxt
+
+
+def _components(
+    members: list[MemberSpec], topics: list[TopicMetadata]
+) -> list[tuple[list[MemberSpec], set[Hashable]]]:
+    known = {t.topic_id for t in topics}
+    groups: list[tuple[list[MemberSpec], set[Hashable]]] = []
+    for m in members:
+        subs = set(m.subscribed_topic_ids) & known
+        if not subs:
+            continue
+        joined = [g for g in groups if g[1] & subs]
+        merged = ([m], subs)
+        for g in joined:
+            groups.remove(g)
+            merged[0].extend(g[0])
+            merged[1].update(g[1])
+        groups.append(merged)
+    return groups
+
+
+def check_rack_preference(
+    members: list[MemberSpec],
+    topics: list[TopicMetadata],
+    before: GroupAssignment | None,
+    after: GroupAssignment,
+) -> None:
+    """The uniform assignor's rack preference, for partitions with one replica rack each.
+
+    * a member that gave up a partition on its own rack kept only partitions on its rack
+      of that topic (it gives up the others first);
+    * partitions that changed hands went to members on their rack as often as possible:
+      per topic in a heterogeneous component (the counts per member are decided first),
+      over the whole component in a homogeneous one (where any member can take any
+      partition).
+    """
+    by_id = {t.topic_id: t for t in topics}
+    rack_of = {m.member_id: m.rack for m in members}
+
+    def rack(tid: Hashable, p: int) -> str | None:
+        t = by_id[tid]
+        if t.partition_racks is None:
+            return None
+        (only,) = t.partition_racks[p]
+        return only
+
+    old_owner = owners(before) if before is not None else {}
+    new_owner = owners(after)
+    subscribed = {m.member_id: set(m.subscribed_topic_ids) for m in members}
+    if before is not None:
+        for mid, ts in before.members.items():
+            if mid not in after.members or rack_of[mid] is None:
+                continue
+            for tid, parts in ts.items():
+                if tid not in subscribed[mid] or by_id[tid].partition_racks is None:
+                    continue
+                kept = [p for p in parts if new_owner.get((tid, p)) == mid]
+                lost = [p for p in parts if new_owner.get((tid, p)) != mid]
+                if any(rack(tid, p) == rack_of[mid] for p in lost):
+                    assert all(rack(tid, p) == rack_of[mid] for p in kept), (mid, tid)
+    for group, tids in _components(members, topics):
+        homogeneous = len({frozenset(m.subscribed_topic_ids) for m in group}) == 1
+        moved = [
+            (tid, p, owner) for (tid, p), owner in new_owner.items()
+            if tid in tids and old_owner.get((tid, p)) != owner
+        ]
+        scopes: dict[Hashable, list[tuple[Hashable, int, str]]] = {}
+        for item in moved:
+            scopes.setdefault(None if homogeneous else item[0], []).append(item)
+        for items in scopes.values():
+            if any(by_id[tid].partition_racks is None for tid, _, _ in items):
+                continue
+            matched = sum(1 for tid, p, o in items if rack(tid, p) == rack_of[o])
+            best = 0
+            for r in RACKS:
+                best += min(sum(1 for tid, p, _ in items if rack(tid, p) == r),
+                            sum(1 for _, _, o in items if rack_of[o] == r))
+            assert matched == best, (items, matched, best)
