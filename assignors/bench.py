@@ -64,7 +64,9 @@ TARGETS: list[tuple[BenchCase, float | None]] = [
     (BenchCase("range", 100, 100, 50, "heterogeneous", True), 0.4),
     (BenchCase("uniform", 1000, 1000, 50, "homogeneous", False, 3), None),
     (BenchCase("uniform", 1000, 1000, 50, "homogeneous", True, 3), None),
+    (BenchCase("uniform", 1000, 1000, 50, "homogeneous", False, 5), None),
     (BenchCase("uniform", 1000, 1000, 50, "homogeneous", True, 5), None),
+    (BenchCase("uniform", 1000, 1000, 50, "heterogeneous", False, 5), None),
     (BenchCase("range", 1000, 1000, 50, "homogeneous", True, 5), None),
     # lag has no Kafka counterpart
     (BenchCase("lag", 100, 100, 50, "homogeneous", False), None),

@@ -47,7 +47,7 @@ from __future__ import annotations
 import heapq
 from bisect import bisect_left
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from itertools import chain, compress, zip_longest
 
 from assignors.racks import rack_aware, split_by_rack
@@ -309,6 +309,37 @@ class _Solver:
         touched = self.touched
         pool = self.pool
         plan = self.plan
+
+        def take(i: int, xi: dict[int, int], t: int, c: int,
+                 order: Iterable[int], steps: list[tuple[int, int, int]] | None) -> None:
+            """Member ``i`` takes ``c`` free partitions of ``t``, from its classes in
+            ``order`` (recorded in ``steps`` for :func:`_split_fresh` when given)."""
+            entry = classes_of.get(t)
+            if entry is not None:
+                classes, sizes, _ = entry
+                left = c
+                for idx in order:
+                    a = sizes[idx]
+                    if a:
+                        d = a if a < left else left
+                        sizes[idx] = a - d
+                        k = classes[idx]
+                        if steps is not None:
+                            steps.append((i, k, d))
+                        for counts in targets[k]:
+                            counts[t] -= d
+                        left -= d
+                        if not left:
+                            break
+            free[t] -= c
+            xi[t] = now = xi.get(t, 0) + c
+            holders = hold.get(t)
+            if holders is None:
+                hold[t] = {i: now}
+            else:
+                holders[i] = now
+            touched.add(t)
+
         for i in range(self.n):
             rack = racks[i]
             need = cap - load[i]
@@ -323,31 +354,10 @@ class _Solver:
             got = 0
             for t in compress(sub, map(matched.__getitem__, sub)):
                 c = min(matched[t], need - got)
-                left = c
-                classes, sizes, match = classes_of[t]
                 steps = plan.get(t)
                 if steps is None:
                     steps = plan[t] = []
-                for idx in match[rack]:
-                    a = sizes[idx]
-                    if a:
-                        d = a if a < left else left
-                        sizes[idx] = a - d
-                        k = classes[idx]
-                        steps.append((i, k, d))
-                        for counts in targets[k]:
-                            counts[t] -= d
-                        left -= d
-                        if not left:
-                            break
-                free[t] -= c
-                xi[t] = now = xi.get(t, 0) + c
-                holders = hold.get(t)
-                if holders is None:
-                    hold[t] = {i: now}
-                else:
-                    holders[i] = now
-                touched.add(t)
+                take(i, xi, t, c, classes_of[t][2][rack], steps)
                 got += c
                 if got == need:
                     break
@@ -357,27 +367,7 @@ class _Solver:
                 for t in compress(sub, map(free.__getitem__, sub)):
                     c = min(free[t], need - got)
                     entry = classes_of.get(t)
-                    if entry is not None:
-                        classes, sizes, _ = entry
-                        left = c
-                        for idx in range(len(classes) - 1, -1, -1):
-                            a = sizes[idx]
-                            if a:
-                                d = a if a < left else left
-                                sizes[idx] = a - d
-                                for counts in targets[classes[idx]]:
-                                    counts[t] -= d
-                                left -= d
-                                if not left:
-                                    break
-                    free[t] -= c
-                    xi[t] = now = xi.get(t, 0) + c
-                    holders = hold.get(t)
-                    if holders is None:
-                        hold[t] = {i: now}
-                    else:
-                        holders[i] = now
-                    touched.add(t)
+                    take(i, xi, t, c, range(len(entry[0]) - 1, -1, -1) if entry else (), None)
                     got += c
                     if got == need:
                         break

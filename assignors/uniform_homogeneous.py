@@ -11,10 +11,12 @@ one object per partition, unless rack matching needs to look at each of them.
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
-from itertools import pairwise
+from itertools import accumulate, pairwise
+from operator import itemgetter
 
-from assignors.racks import matches, rack_aware
+from assignors.racks import class_rack_flow, matches, rack_aware
 from assignors.spec import NO_RACK, AssignmentSpec, Partitions
 
 Segment = tuple[int, Sequence[int]]
@@ -41,8 +43,11 @@ def assign_homogeneous(
     if total == 0:
         return
     q, r = divmod(total, n)
-    if not any(map(cur_topics.__getitem__, members)) and not rack_aware(spec, members, topics):
-        _fresh(members, topics, counts, q, r, out_topics, out_parts)
+    if not any(map(cur_topics.__getitem__, members)):
+        if rack_aware(spec, members, topics):
+            _fresh_by_rack(spec, members, topics, q, r, out_topics, out_parts)
+        else:
+            _fresh(members, topics, counts, q, r, out_topics, out_parts)
         return
     topic_set = frozenset(topics)
 
@@ -165,6 +170,139 @@ def _fresh(
                 off = 0
         out_topics[m] = tuple(ts)
         out_parts[m] = tuple(ps)
+
+
+def _fresh_by_rack(
+    spec: AssignmentSpec,
+    members: Sequence[int],
+    topics: Sequence[int],
+    q: int,
+    r: int,
+    out_topics: list[Sequence[int]],
+    out_parts: list[Sequence[Partitions]],
+) -> None:
+    """Nobody holds anything and racks matter: decide on counts, then lay out runs.
+
+    Partitions with the same replica racks form a *class*. A maximum flow from classes to
+    the members' racks (:func:`class_rack_flow`) says how many partitions of each class the
+    members of each rack take, so that as many partitions as possible go to a member on one
+    of their replicas' racks; then each rack's members take their quotas from the classes'
+    streams (topic order), and what is left over goes, in the same order, to whoever still
+    needs partitions. A class's partitions of one topic are one tuple computed once per
+    distinct rack layout, so most members get whole, shared tuples.
+    """
+    counts = spec.partition_counts
+    partition_racks = spec.partition_racks
+    # topics by rack layout (the interned per-partition class tuple); None: no rack data
+    by_layout: dict[int, list[int]] = {}
+    layout_of: dict[int, tuple[int, ...] | None] = {}
+    for t in topics:
+        if counts[t]:
+            prs = partition_racks[t]
+            group = by_layout.get(id(prs))
+            if group is None:
+                by_layout[id(prs)] = [t]
+                layout_of[id(prs)] = prs
+            else:
+                group.append(t)
+    # per class: its (topic, partitions) pieces in topic order; class -1: no rack data
+    streams: dict[int, list[tuple[int, Partitions]]] = {}
+    for key, ts in by_layout.items():
+        prs = layout_of[key]
+        if prs is None:
+            streams.setdefault(-1, []).extend((t, tuple(range(counts[t]))) for t in ts)
+            continue
+        groups: dict[int, list[int]] = {}
+        for p, k in enumerate(prs):
+            group = groups.get(k)
+            if group is None:
+                groups[k] = [p]
+            else:
+                group.append(p)
+        for k, parts in groups.items():
+            shared = tuple(parts)
+            streams.setdefault(k, []).extend([(t, shared) for t in ts])
+    if len(by_layout) > 1:
+        for stream in streams.values():
+            stream.sort()
+    ends = {k: list(accumulate(map(len, map(itemgetter(1), stream))))
+            for k, stream in streams.items()}
+    need = [q + 1 if idx < r else q for idx in range(len(members))]
+    racks = spec.member_racks
+    on_rack: dict[int, list[int]] = {}
+    demand: dict[int, int] = {}
+    for idx, m in enumerate(members):
+        rack = racks[m]
+        if rack != NO_RACK and need[idx]:
+            on_rack.setdefault(rack, []).append(idx)
+            demand[rack] = demand.get(rack, 0) + need[idx]
+    supply = {k: e[-1] for k, e in ends.items() if k >= 0}
+    flow = class_rack_flow(supply, demand, spec.rack_sets) if demand else {}
+    # supply now holds what the flow left unmatched; class -1 is never matched
+    if -1 in streams:
+        supply[-1] = ends[-1][-1]
+    taken = dict.fromkeys(streams, 0)  # per class: partitions of its stream handed out
+    pieces: list[list[tuple[int, Partitions]]] = [[] for _ in members]
+
+    def take(k: int, amount: int, got: list[tuple[int, Partitions]]) -> None:
+        """The next ``amount`` partitions of class ``k``'s stream, as whole pieces where
+        they fit."""
+        stream = streams[k]
+        end = ends[k]
+        lo = taken[k]
+        hi = taken[k] = lo + amount
+        i = bisect_right(end, lo)  # the piece holding partition number lo
+        j = bisect_left(end, hi)  # the piece holding partition number hi - 1
+        start = lo - (end[i - 1] if i else 0)
+        if i == j:
+            t, parts = stream[i]
+            stop = hi - (end[i - 1] if i else 0)
+            got.append((t, parts if not start and stop == len(parts) else parts[start:stop]))
+            return
+        t, parts = stream[i]
+        got.append((t, parts if not start else parts[start:]))
+        got.extend(stream[i + 1:j])
+        t, parts = stream[j]
+        stop = hi - end[j - 1]
+        got.append((t, parts if stop == len(parts) else parts[:stop]))
+
+    heads = dict.fromkeys(on_rack, 0)
+    for (k, rack), amount in sorted(flow.items(), key=lambda e: (e[0][1], e[0][0])):
+        receivers = on_rack[rack]
+        while amount:
+            idx = receivers[heads[rack]]
+            give = need[idx] if need[idx] < amount else amount
+            take(k, give, pieces[idx])
+            need[idx] -= give
+            amount -= give
+            if not need[idx]:
+                heads[rack] += 1
+    rest = sorted(k for k, left in supply.items() if left)
+    for idx in range(len(members)):
+        while need[idx]:
+            k = rest[0]
+            give = need[idx] if need[idx] < supply[k] else supply[k]
+            take(k, give, pieces[idx])
+            need[idx] -= give
+            supply[k] -= give
+            if not supply[k]:
+                rest.pop(0)
+    for idx, m in enumerate(members):
+        got = pieces[idx]
+        if not got:
+            continue
+        got.sort()
+        mine_topics: tuple[int, ...]
+        mine_parts: tuple[Partitions, ...]
+        mine_topics, mine_parts = zip(*got, strict=True)
+        if len(set(mine_topics)) < len(mine_topics):  # one topic from two classes: merge
+            by_topic: dict[int, Partitions] = {}
+            for t, piece in got:
+                old = by_topic.get(t)
+                by_topic[t] = piece if old is None else tuple(sorted((*old, *piece)))
+            mine_topics, mine_parts = tuple(by_topic), tuple(by_topic.values())
+        out_topics[m] = mine_topics
+        out_parts[m] = mine_parts
 
 
 def _quotas(cnt: list[int], q: int, r: int) -> list[int]:

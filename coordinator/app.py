@@ -114,7 +114,7 @@ class App:
             log_end_offset=lambda topic, partition: topiclog.log_end_offset(self.broker, topic,
                                                                             partition))
         self.timeline = timeline.install(
-            self.runtime, timeline_records.derive, timeline_records.GROUP_OF,
+            self.runtime, timeline_records.start, timeline_records.GROUP_OF,
             max_entries=config["timeline.max.events.per.group"],
             topic_name=lambda topic_id: getattr(image.topic_by_id(topic_id), "name", None))
         self.registry = build_registry()

@@ -473,6 +473,17 @@ def derive(base: Iterable[Entry], entries: Iterable[Entry], *, group: str = "",
     annotations, in the order the coordinator saw them) give the events. ``group`` is the group's
     id (its records say it too); ``topic_name`` names the topics the group's records know only
     by id."""
+    deriver = start(base, group=group, topic_name=topic_name)
+    for entry in entries:
+        deriver.apply(entry)
+    return deriver.events
+
+
+def start(base: Iterable[Entry], *, group: str = "",
+          topic_name: TopicName | None = None) -> _Deriver:
+    """A deriver in the state ``base`` sets (silently), to which entries are then applied one
+    by one (``apply``), each appending its events to ``events``: what :func:`derive` does, kept
+    alive so that a reader can go on from where it stopped."""
     deriver = _Deriver(topic_name)
     deriver.group_id = group
     for entry in base:
@@ -480,9 +491,7 @@ def derive(base: Iterable[Entry], entries: Iterable[Entry], *, group: str = "",
     deriver.emitting = True
     deriver.pending_target = None
     deriver.pending_removed.clear()
-    for entry in entries:
-        deriver.apply(entry)
-    return deriver.events
+    return deriver
 
 
 def topic_names(log_dir: str | os.PathLike[str]) -> dict[uuid.UUID, str]:

@@ -12,10 +12,14 @@ Two sources, kept in one order per group:
   expired, it did not revoke within its rebalance timeout, ...); a heartbeat fenced for a stale
   member epoch; a classic group's rebalance starting.
 
-Events are derived when read, by the function the wiring gives the store
-(``coordinator.groups.timeline_records.derive``, which knows the group records; this package
-imports nothing else of the coordinator). ``python -m coordinator log timeline`` runs the same
-function over a store offline, so the two agree on every event the records say.
+Events are derived when read, by the deriver the wiring gives the store
+(``coordinator.groups.timeline_records.start``, which knows the group records; this package
+imports nothing else of the coordinator). ``python -m coordinator log timeline`` derives the
+same way over a store offline, so the two agree on every event the records say. Each ring keeps
+its deriver between reads: a read applies only the entries appended since the last one and
+drops the events of the entries the ring let go, so polling ``GET /timeline`` costs what
+changed, not the whole ring. When entries went by unread (more were appended than the ring
+holds), the deriver starts again from the ring's base.
 
 A ring keeps at most ``timeline.max.events.per.group`` entries; the oldest record that falls
 out is folded into the ring's *base*, the latest record per key, as compaction would keep it
@@ -29,18 +33,27 @@ the GIL, and derive from the copy.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 Entry = tuple[int, int, Any, Any]
 """``(timestamp ms, offset, key, value)`` for a record (``value`` None for a tombstone), or
 ``(timestamp ms, -1, annotation name, fields)`` for an annotation."""
 
-Deriver = Callable[..., list[dict[str, Any]]]
-"""``derive(base, entries, group=..., topic_name=...) -> events``: the events of one group's
-entries, starting from the state its ``base`` records (applied silently) describe."""
+class Deriver(Protocol):
+    """A group's events so far (``events``), extended by each entry ``apply`` is given."""
+
+    events: list[dict[str, Any]]
+
+    def apply(self, entry: Entry) -> None: ...
+
+
+Starter = Callable[..., Deriver]
+"""``start(base, group=..., topic_name=...) -> deriver``: a deriver in the state one group's
+``base`` records (applied silently) describe."""
 
 TopicName = Callable[[Any], "str | None"]
 """A topic's name by id, or None when unknown."""
@@ -75,8 +88,40 @@ def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+class _Derived:
+    """A ring's deriver between reads: the entries it applied that the ring still held at the
+    last read, with how many events each gave (so the events of entries the ring lets go can be
+    dropped from the front)."""
+
+    __slots__ = ("applied", "deriver", "given")
+
+    def __init__(self, deriver: Deriver) -> None:
+        self.deriver = deriver
+        self.applied: deque[Entry] = deque()
+        self.given: deque[int] = deque()
+
+    def apply(self, entry: Entry) -> None:
+        events = self.deriver.events
+        before = len(events)
+        self.deriver.apply(entry)
+        self.applied.append(entry)
+        self.given.append(len(events) - before)
+
+    def drop_before(self, first: Entry) -> bool:
+        """Forget the entries applied before ``first`` (the ring's oldest) and their events;
+        False if ``first`` was never applied (entries went by unread)."""
+        applied, given = self.applied, self.given
+        gone = 0
+        while applied and applied[0] is not first:
+            applied.popleft()
+            gone += given.popleft()
+        if gone:
+            del self.deriver.events[:gone]
+        return bool(applied)
+
+
 class _Ring:
-    __slots__ = ("base", "entries", "last", "partition")
+    __slots__ = ("base", "derived", "entries", "last", "partition")
 
     def __init__(self, partition: int) -> None:
         self.entries: deque[Entry] = deque()
@@ -84,17 +129,19 @@ class _Ring:
         self.partition = partition
         self.last = -1
         """The offset of the last record appended."""
+        self.derived: _Derived | None = None
 
 
 class TimelineStore:
     """The rings of every group, fed by the runtime (``on_record``) and the ``note_*`` hooks."""
 
-    def __init__(self, derive: Deriver, group_of: Mapping[type, Callable[[Any], str]], *,
+    def __init__(self, start: Starter, group_of: Mapping[type, Callable[[Any], str]], *,
                  max_entries: int = DEFAULT_MAX_ENTRIES,
                  topic_name: TopicName | None = None) -> None:
         """``group_of``: for each group record key type, the key's group id (other records
         are not kept); ``topic_name``: names topics the group records only know by id."""
-        self.derive = derive
+        self.start = start
+        self._reading = threading.Lock()
         self.group_of = group_of
         self.max_entries = max_entries
         self.topic_name = topic_name
@@ -182,14 +229,29 @@ class TimelineStore:
     def events(self, group_id: str, since: int | None = None) -> list[dict[str, Any]] | None:
         """The group's events (those at or after ``since``, in ms, if given), or None when the
         coordinator saw nothing of the group."""
-        found = self.entries(group_id)
-        if found is None:
+        ring = self._rings.get(group_id)
+        if ring is None:
             return None
-        base, entries = found
-        events = self.derive(base, entries, group=group_id, topic_name=self.topic_name)
-        if since is not None:
-            events = [event for event in events if event["timestamp"] >= since]
-        return events
+        with self._reading:
+            entries = list(ring.entries)
+            derived = ring.derived
+            fresh = entries
+            if derived is not None and entries and derived.drop_before(entries[0]):
+                last = derived.applied[-1]
+                at = len(entries) - 1
+                while at >= 0 and entries[at] is not last:
+                    at -= 1
+                fresh = entries[at + 1:]
+            elif derived is None or entries:
+                base = sorted(ring.base.copy().values(), key=lambda entry: entry[1])
+                derived = ring.derived = _Derived(
+                    self.start(base, group=group_id, topic_name=self.topic_name))
+            for entry in fresh:
+                derived.apply(entry)
+            events = derived.deriver.events
+            if since is not None:
+                return [event for event in events if event["timestamp"] >= since]
+            return list(events)
 
 
 # --- the store the hooks feed --------------------------------------------------------------------
@@ -207,14 +269,17 @@ def detach(store: TimelineStore) -> None:
         _attached = None
 
 
-def install(runtime: Any, derive: Deriver, group_of: Mapping[type, Callable[[Any], str]], *,
+def install(runtime: Any, start: Starter, group_of: Mapping[type, Callable[[Any], str]], *,
             max_entries: int = DEFAULT_MAX_ENTRIES,
             topic_name: TopicName | None = None) -> TimelineStore:
     """A store fed by ``runtime`` (a ``CoordinatorRuntime``: its ``record_listener``) and by
     the hooks below."""
-    store = TimelineStore(derive, group_of, max_entries=max_entries, topic_name=topic_name)
+    store = TimelineStore(start, group_of, max_entries=max_entries, topic_name=topic_name)
     if max_entries > 0:
         runtime.record_listener = store.on_record
+        # a partition that loads replays every group record to the store (the rest, offsets
+        # above all, only as the latest record per key)
+        runtime.record_listener_keys = frozenset(group_of)
     attach(store)
     return store
 

@@ -514,3 +514,41 @@ def test_sasl_users_get_what_their_acls_allow(tmp_path: Path) -> None:
 
         assert listed(root) == {"app-1", "private"}
         assert listed(alice_admin) == {"app-1"}
+
+
+def test_share_group_offsets_admin_checks_group_and_topic_acls(
+        open_server: ServerProcess, admin: KafkaAdminClient) -> None:
+    """AlterShareGroupOffsets needs READ on the group, DeleteShareGroupOffsets DELETE; topics
+    without READ are answered TOPIC_AUTHORIZATION_FAILED, the others go to the group."""
+    from tests.integration.test_share_offsets_admin import alter_request, delete_request
+
+    group, hidden, visible = unique("so-g"), unique("so-hidden"), unique("so-visible")
+    admin.create_topics([NewTopic(hidden, 1, 1), NewTopic(visible, 1, 1)])
+    create(admin, acl(hidden, ACLOperation.READ))
+
+    def send(body: Any) -> Any:
+        return wait_until(lambda: a if (a := call(open_server, body)).error_code
+                          is not ErrorCode.coordinator_load_in_progress else None)
+
+    altered = send(alter_request(group, {hidden: {0: 0}, visible: {0: 0}}))
+    assert altered.error_code is ErrorCode.none
+    errors = {t.topic_name: [p.error_code for p in t.partitions] for t in altered.responses}
+    assert errors[hidden] == [ErrorCode.topic_authorization_failed]
+    assert errors[visible] == [ErrorCode.none]
+    deleted = send(delete_request(group, [hidden, visible]))
+    assert deleted.error_code is ErrorCode.none
+    assert {t.topic_name: t.error_code for t in deleted.responses} == {
+        hidden: ErrorCode.topic_authorization_failed, visible: ErrorCode.none}
+    assert send(alter_request("", {visible: {0: 0}})).error_code is ErrorCode.invalid_group_id
+    # once a group has ACLs, only what they allow is allowed
+    reader, deleter = unique("so-reader"), unique("so-deleter")
+    on_group = ResourceType.GROUP
+    create(admin, acl(reader, ACLOperation.READ, ACLPermissionType.ALLOW, on_group),
+           acl(deleter, ACLOperation.DELETE, ACLPermissionType.ALLOW, on_group))
+    assert send(alter_request(reader, {visible: {0: 0}})).error_code is ErrorCode.none
+    assert send(delete_request(reader, [visible])).error_code is \
+        ErrorCode.group_authorization_failed
+    assert send(alter_request(deleter, {visible: {0: 0}})).error_code is \
+        ErrorCode.group_authorization_failed
+    # past the ACLs: the group was never created (alter creates it)
+    assert send(delete_request(deleter, [visible])).error_code is ErrorCode.group_id_not_found

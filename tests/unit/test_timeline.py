@@ -28,7 +28,7 @@ from coordinator import cli
 from coordinator.groups import timeline_records
 from coordinator.groups.classic.consumer_protocol import encode_assignment
 from coordinator.groups.consumer.env import ConsumerGroupSettings
-from coordinator.groups.timeline_records import GROUP_OF, derive
+from coordinator.groups.timeline_records import GROUP_OF, derive, start
 from coordinator.observability import timeline
 from coordinator.observability.timeline import Entry, TimelineStore, http_timeline
 from coordinator.testing.consumer_group_context import ConsumerGroupContext
@@ -368,7 +368,7 @@ def test_a_streams_group_moves_tasks() -> None:
 
 # ------------------------------------------------------------------------------ the rings
 def store(max_entries: int = 10000) -> TimelineStore:
-    return TimelineStore(derive, GROUP_OF, max_entries=max_entries)
+    return TimelineStore(start, GROUP_OF, max_entries=max_entries)
 
 
 def feed(target_store: TimelineStore, log: Log, partition: int = 3) -> None:
@@ -391,6 +391,44 @@ def test_a_full_ring_keeps_what_members_hold() -> None:
     assert small.events(G) == [e for e in full if e["offset"] >= kept]
     assert small.events(G, since=3_000) == [e for e in full if e["offset"] >= kept
                                             and e["timestamp"] >= 3_000]
+
+
+def test_reads_between_appends_give_what_a_fresh_derivation_gives() -> None:
+    """The store keeps each ring's deriver between reads: polling while records come answers
+    the events of the entries the ring holds as the whole log so far gives them, and when
+    more entries went by unread than the ring holds, what deriving the ring afresh gives."""
+    log = kip848_group()
+
+    def trimmed(n: int, held: int) -> list[dict[str, Any]]:
+        """The first ``n`` entries' events, less those of all but the last ``held``."""
+        deriver = start((), group=G)
+        given = []
+        for entry in log.entries[:n]:
+            before = len(deriver.events)
+            deriver.apply(entry)
+            given.append(len(deriver.events) - before)
+        return deriver.events[sum(given[:n - held]):]
+
+    for capacity, every in ((10000, 1), (10000, 3), (5, 1), (5, 2), (3, 7)):
+        polled = store(max_entries=capacity)
+        last_read = 0
+        for n, (ts, offset, key, value) in enumerate(log.entries, 1):
+            if offset < 0:
+                polled.annotate(G, key, value, ts)
+            else:
+                polled.on_record(3, offset, ts, key, value)
+            if n % every:
+                continue
+            found = polled.entries(G)
+            assert found is not None
+            held = len(found[1])
+            if last_read and n - held <= last_read - 1:  # the ring's oldest entry was read
+                expected = trimmed(n, held)
+            else:
+                expected = derive(*found, group=G)
+            assert polled.events(G) == expected, (capacity, every, n)
+            last_read = n
+        assert last_read
 
 
 def test_the_ring_keeps_only_group_records_and_forgets_a_reloaded_partition() -> None:

@@ -16,6 +16,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from coordinator.groups.common import members as member_rules
 from coordinator.groups.common.assignor_job import build_job
 from coordinator.groups.common.group_configs import consumer_overrides
 from coordinator.observability import sensors, timeline
@@ -128,28 +129,14 @@ def consumer_group(shard: Any, group_id: str) -> ConsumerGroup:
     return group
 
 
-def _fenced(received: int, known: int) -> CoordinatorError:
-    relation = "greater" if received > known else "smaller"
-    return CoordinatorError(
-        ErrorCode.fenced_member_epoch,
-        f"The consumer group member has a {relation} member epoch ({received}) than the one "
-        f"known by the group coordinator ({known}). The member must abandon all its partitions "
-        "and rejoin.")
-
-
 def check_member_epoch(member: ConsumerGroupMember, received: int,
                        owned: OwnedPartitions | None) -> None:
     """FENCED_MEMBER_EPOCH unless the epoch is the member's, or its previous one with owned
     partitions a subset of its assignment (the KIP's lost-response case). Epoch 0 is a
     rejoin of the same member id and is accepted (it owns nothing)."""
-    if received == 0:
-        return
-    if received > member.member_epoch:
-        raise _fenced(received, member.member_epoch)
-    if received < member.member_epoch and (
-            received != member.previous_member_epoch
-            or not is_subset(owned, member.assigned_partitions)):
-        raise _fenced(received, member.member_epoch)
+    member_rules.check_member_epoch(
+        "consumer", received, member.member_epoch, member.previous_member_epoch,
+        lambda: is_subset(owned, member.assigned_partitions))
 
 
 def subscription_metadata(names: Iterable[str], env: ConsumerGroupEnv,
@@ -270,39 +257,33 @@ def rebalance_key(group_id: str, member_id: str) -> tuple[str, str, str]:
 def schedule_session_timeout(shard: Any, env: ConsumerGroupEnv, group_id: str, member_id: str,
                              now_ms: int, timeout_ms: int | None = None) -> None:
     """``timeout_ms``: a classic member's own session timeout (mixed groups)."""
-    def expire(shard: Any, now: int) -> Result:
-        group = shard.groups.get(group_id)
-        member = group.member(member_id) if isinstance(group, ConsumerGroup) else None
-        if member is None:
-            return Result()
-        log.info("consumer group member session expired", group_id=group_id,
-                 member_id=member_id, member_epoch=member.member_epoch)
-        timeline.note_removed(group_id, member_id, timeline.SESSION_EXPIRED, now)
+    def remove(shard: Any, group: ConsumerGroup, member: ConsumerGroupMember,
+               now: int) -> Result:
         return remove_members(shard, env, group, [member], now)
 
     timeout = timeout_ms if timeout_ms is not None else \
         group_settings(shard, env, group_id).session_timeout_ms
-    shard.timers.schedule(session_key(group_id, member_id), now_ms + timeout, expire)
+    member_rules.schedule_expiry(shard, session_key(group_id, member_id), now_ms + timeout,
+                                 ConsumerGroup, group_id, member_id, timeline.SESSION_EXPIRED,
+                                 "consumer group member session expired", remove)
 
 
 def schedule_rebalance_timeout(shard: Any, env: ConsumerGroupEnv, group_id: str,
                                member: ConsumerGroupMember, now_ms: int) -> None:
-    member_id, epoch = member.member_id, member.member_epoch
+    epoch = member.member_epoch
 
-    def expire(shard: Any, now: int) -> Result:
-        group = shard.groups.get(group_id)
-        current = group.member(member_id) if isinstance(group, ConsumerGroup) else None
-        if (current is None or current.member_epoch != epoch
-                or current.state is not MemberState.UNREVOKED_PARTITIONS):
-            return Result()
-        log.info("consumer group member did not revoke within its rebalance timeout",
-                 group_id=group_id, member_id=member_id, member_epoch=epoch)
-        timeline.note_removed(group_id, member_id, timeline.REBALANCE_TIMEOUT, now)
+    def remove(shard: Any, group: ConsumerGroup, current: ConsumerGroupMember,
+               now: int) -> Result:
         return remove_members(shard, env, group, [current], now)
 
     timeout = member.rebalance_timeout_ms if member.rebalance_timeout_ms > 0 else \
         group_settings(shard, env, group_id).session_timeout_ms
-    shard.timers.schedule(rebalance_key(group_id, member_id), now_ms + timeout, expire)
+    member_rules.schedule_expiry(
+        shard, rebalance_key(group_id, member.member_id), now_ms + timeout, ConsumerGroup,
+        group_id, member.member_id, timeline.REBALANCE_TIMEOUT,
+        "consumer group member did not revoke within its rebalance timeout", remove,
+        lambda current: current.member_epoch == epoch
+        and current.state is MemberState.UNREVOKED_PARTITIONS)
 
 
 def cancel_timers(shard: Any, group_id: str, member_id: str) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from coordinator.groups.common.members import replayed_group
 from storage.records import (
     ConsumerGroupCurrentMemberAssignmentKey,
     ConsumerGroupCurrentMemberAssignmentValue,
@@ -34,16 +35,7 @@ from .model import (
 
 
 def _group(shard: Any, group_id: str, create: bool = True) -> ConsumerGroup | None:
-    group = shard.groups.get(group_id)
-    if isinstance(group, ConsumerGroup):
-        return group
-    if not create:
-        return None
-    # A consumer group record for an id held by another group type: the records win
-    # (an upgrade writes the classic group's tombstone first).
-    group = ConsumerGroup(group_id)
-    shard.groups[group_id] = group
-    return group
+    return replayed_group(shard, group_id, ConsumerGroup, create)
 
 
 def group_metadata(shard: Any, offset: int, key: ConsumerGroupMetadataKey,

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from coordinator.groups.common import members as member_rules
 from coordinator.groups.common.assignor_job import run_job
 from coordinator.observability import sensors, timeline
 from coordinator.observability.logs import get_logger
@@ -97,24 +98,11 @@ def share_group(shard: Any, group_id: str) -> ShareGroup:
     return group
 
 
-def _fenced(received: int, known: int) -> CoordinatorError:
-    relation = "greater" if received > known else "smaller"
-    return CoordinatorError(
-        ErrorCode.fenced_member_epoch,
-        f"The share group member has a {relation} member epoch ({received}) than the one "
-        f"known by the group coordinator ({known}). The member must abandon all its partitions "
-        "and rejoin.")
-
-
 def check_member_epoch(member: ShareGroupMember, received: int) -> None:
     """FENCED_MEMBER_EPOCH unless the epoch is the member's or its previous one (a lost
     response); epoch 0 is a rejoin of the same member id and is accepted."""
-    if received == 0:
-        return
-    if received > member.member_epoch:
-        raise _fenced(received, member.member_epoch)
-    if received < member.member_epoch and received != member.previous_member_epoch:
-        raise _fenced(received, member.member_epoch)
+    member_rules.check_member_epoch("share", received, member.member_epoch,
+                               member.previous_member_epoch)
 
 
 def subscription_metadata(names: Iterable[str], env: ShareGroupEnv,
@@ -150,18 +138,13 @@ def session_key(group_id: str, member_id: str) -> tuple[str, str, str]:
 
 def schedule_session_timeout(shard: Any, env: ShareGroupEnv, group_id: str, member_id: str,
                              now_ms: int) -> None:
-    def expire(shard: Any, now: int) -> Result:
-        group = shard.groups.get(group_id)
-        member = group.member(member_id) if isinstance(group, ShareGroup) else None
-        if member is None:
-            return Result()
-        log.info("share group member session expired", group_id=group_id,
-                 member_id=member_id, member_epoch=member.member_epoch)
-        timeline.note_removed(group_id, member_id, timeline.SESSION_EXPIRED, now)
+    def remove(shard: Any, group: ShareGroup, member: ShareGroupMember, now: int) -> Result:
         return remove_member(shard, env, group, member, now)
 
     timeout = group_settings(shard, env, group_id).session_timeout_ms
-    shard.timers.schedule(session_key(group_id, member_id), now_ms + timeout, expire)
+    member_rules.schedule_expiry(shard, session_key(group_id, member_id), now_ms + timeout,
+                            ShareGroup, group_id, member_id, timeline.SESSION_EXPIRED,
+                            "share group member session expired", remove)
 
 
 def rearm_on_load(shard: Any, now_ms: int) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from coordinator.groups.common.members import replayed_group
 from storage.records import (
     ShareGroupCurrentMemberAssignmentKey,
     ShareGroupCurrentMemberAssignmentValue,
@@ -30,13 +31,7 @@ from .records import assignment_of
 
 
 def _group(shard: Any, group_id: str, create: bool = True) -> ShareGroup | None:
-    group = shard.groups.get(group_id)
-    if isinstance(group, ShareGroup):
-        return group
-    if not create:
-        return None
-    group = shard.groups[group_id] = ShareGroup(group_id)
-    return group
+    return replayed_group(shard, group_id, ShareGroup, create)
 
 
 def group_metadata(shard: Any, offset: int, key: ShareGroupMetadataKey,

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from coordinator.groups.classic.model import ClassicGroup, ClassicGroupState
+from coordinator.groups.common import members as member_rules
 from coordinator.observability import sensors, timeline
 from coordinator.observability.logs import get_logger
 from coordinator.runtime import CoordinatorError, Result
@@ -173,25 +174,10 @@ def streams_group(shard: Any, group_id: str) -> StreamsGroup:
     return group
 
 
-def _fenced(received: int, known: int) -> CoordinatorError:
-    relation = "greater" if received > known else "smaller"
-    return CoordinatorError(
-        ErrorCode.fenced_member_epoch,
-        f"The streams group member has a {relation} member epoch ({received}) than the one "
-        f"known by the group coordinator ({known}). The member must abandon all its partitions "
-        "and rejoin.")
-
-
 def check_member_epoch(member: StreamsGroupMember, request: HeartbeatRequest) -> None:
-    received = request.member_epoch
-    if received == 0:
-        return
-    if received > member.member_epoch:
-        raise _fenced(received, member.member_epoch)
-    if received < member.member_epoch and (
-            received != member.previous_member_epoch
-            or not is_owned_subset(request.owned(), member.assigned)):
-        raise _fenced(received, member.member_epoch)
+    member_rules.check_member_epoch(
+        "streams", request.member_epoch, member.member_epoch, member.previous_member_epoch,
+        lambda: is_owned_subset(request.owned(), member.assigned))
 
 
 # ------------------------------------------------------------------------------ timers
@@ -209,37 +195,22 @@ def initial_delay_key(group_id: str) -> tuple[str, str]:
 
 def schedule_session_timeout(shard: Any, env: StreamsGroupEnv, group_id: str, member_id: str,
                              now_ms: int) -> None:
-    def expire(shard: Any, now: int) -> Result:
-        group = shard.groups.get(group_id)
-        member = group.member(member_id) if isinstance(group, StreamsGroup) else None
-        if member is None:
-            return Result()
-        log.info("streams group member session expired", group_id=group_id,
-                 member_id=member_id, member_epoch=member.member_epoch)
-        timeline.note_removed(group_id, member_id, timeline.SESSION_EXPIRED, now)
-        return remove_member(shard, group, member, now)
-
     timeout = group_settings(shard, env, group_id).session_timeout_ms
-    shard.timers.schedule(session_key(group_id, member_id), now_ms + timeout, expire)
+    member_rules.schedule_expiry(shard, session_key(group_id, member_id), now_ms + timeout,
+                            StreamsGroup, group_id, member_id, timeline.SESSION_EXPIRED,
+                            "streams group member session expired", remove_member)
 
 
 def schedule_rebalance_timeout(shard: Any, group_id: str, member: StreamsGroupMember,
                                now_ms: int) -> None:
-    member_id, epoch = member.member_id, member.member_epoch
-
-    def expire(shard: Any, now: int) -> Result:
-        group = shard.groups.get(group_id)
-        current = group.member(member_id) if isinstance(group, StreamsGroup) else None
-        if (current is None or current.member_epoch != epoch
-                or current.state is not MemberState.UNREVOKED_TASKS):
-            return Result()
-        log.info("streams group member did not revoke its tasks within its rebalance timeout",
-                 group_id=group_id, member_id=member_id, member_epoch=epoch)
-        timeline.note_removed(group_id, member_id, timeline.REBALANCE_TIMEOUT, now)
-        return remove_member(shard, group, current, now)
-
+    epoch = member.member_epoch
     timeout = member.rebalance_timeout_ms if member.rebalance_timeout_ms > 0 else 300000
-    shard.timers.schedule(rebalance_key(group_id, member_id), now_ms + timeout, expire)
+    member_rules.schedule_expiry(
+        shard, rebalance_key(group_id, member.member_id), now_ms + timeout, StreamsGroup,
+        group_id, member.member_id, timeline.REBALANCE_TIMEOUT,
+        "streams group member did not revoke its tasks within its rebalance timeout",
+        remove_member, lambda current: current.member_epoch == epoch
+        and current.state is MemberState.UNREVOKED_TASKS)
 
 
 def _schedule_initial_delay(shard: Any, env: StreamsGroupEnv, group_id: str, now_ms: int,

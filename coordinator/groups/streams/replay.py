@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
+from coordinator.groups.common.members import replayed_group
 from storage.records import (
     StreamsGroupCurrentMemberAssignmentKey,
     StreamsGroupCurrentMemberAssignmentValue,
@@ -39,13 +40,7 @@ from .topology import Topology
 
 
 def _group(shard: Any, group_id: str, create: bool = True) -> StreamsGroup | None:
-    group = shard.groups.get(group_id)
-    if isinstance(group, StreamsGroup):
-        return group
-    if not create:
-        return None
-    group = shard.groups[group_id] = StreamsGroup(group_id)
-    return group
+    return replayed_group(shard, group_id, StreamsGroup, create)
 
 
 def _tasks(ids: Iterable[TaskIds | TaskIdsWithEpochs]) -> Tasks:

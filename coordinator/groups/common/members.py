@@ -1,0 +1,85 @@
+"""What the KIP-848 group types (consumer, share, streams) do alike for their members: the
+group a replayed record belongs to, member-epoch fencing, and a member's expiry timers
+(session and rebalance timeouts). Each group type passes its group class, its name as Kafka's
+messages spell it, and how it removes a member."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol, TypeVar
+
+from coordinator.observability import timeline
+from coordinator.observability.logs import get_logger
+from coordinator.runtime import CoordinatorError, Result
+from protocol import ErrorCode
+
+log = get_logger("coordinator.groups")
+
+
+class _Group(Protocol):
+    def __init__(self, group_id: str) -> None: ...
+
+
+class _Member(Protocol):
+    @property
+    def member_epoch(self) -> int: ...
+
+
+G = TypeVar("G", bound=_Group)
+M = TypeVar("M", bound=_Member)
+
+
+def replayed_group(shard: Any, group_id: str, group_class: type[G],
+                   create: bool = True) -> G | None:
+    """The group of ``group_class`` a replayed record is for; created unless ``create`` is
+    false. A record for an id held by another group type wins (an upgrade or a conversion
+    writes the other type's tombstone first)."""
+    group = shard.groups.get(group_id)
+    if isinstance(group, group_class):
+        return group
+    if not create:
+        return None
+    group = shard.groups[group_id] = group_class(group_id)
+    return group
+
+
+def fenced(kind: str, received: int, known: int) -> CoordinatorError:
+    """FENCED_MEMBER_EPOCH with Kafka's message; ``kind``: consumer, share or streams."""
+    relation = "greater" if received > known else "smaller"
+    return CoordinatorError(
+        ErrorCode.fenced_member_epoch,
+        f"The {kind} group member has a {relation} member epoch ({received}) than the one "
+        f"known by the group coordinator ({known}). The member must abandon all its partitions "
+        "and rejoin.")
+
+
+def check_member_epoch(kind: str, received: int, member_epoch: int, previous_epoch: int,
+                       owns_subset: Callable[[], bool] | None = None) -> None:
+    """FENCED_MEMBER_EPOCH unless ``received`` is the member's epoch, or its previous one
+    (the KIP's lost-response case) with, where ``owns_subset`` is given, what it says it owns
+    a subset of its assignment. Epoch 0 is a rejoin of the same member id and is accepted."""
+    if received == 0 or received == member_epoch:
+        return
+    if received > member_epoch or received != previous_epoch or (
+            owns_subset is not None and not owns_subset()):
+        raise fenced(kind, received, member_epoch)
+
+
+def schedule_expiry(shard: Any, key: Any, deadline_ms: int, group_class: type[Any],
+                    group_id: str, member_id: str, reason: str, message: str,
+                    remove: Callable[[Any, Any, Any, int], Result],
+                    still_due: Callable[[Any], bool] | None = None) -> None:
+    """At ``deadline_ms``, unless the timer ``key`` is rescheduled or cancelled first: if the
+    member is still in its group (and ``still_due(member)``), log ``message``, note it on the
+    rebalance timeline as removed for ``reason``, and ``remove(shard, group, member, now)``."""
+    def expire(shard: Any, now: int) -> Result:
+        group: Any = shard.groups.get(group_id)
+        member = group.member(member_id) if isinstance(group, group_class) else None
+        if member is None or (still_due is not None and not still_due(member)):
+            return Result()
+        log.info(message, group_id=group_id, member_id=member_id,
+                 member_epoch=member.member_epoch)
+        timeline.note_removed(group_id, member_id, reason, now)
+        return remove(shard, group, member, now)
+
+    shard.timers.schedule(key, deadline_ms, expire)
