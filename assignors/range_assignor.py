@@ -13,18 +13,56 @@ ascending runs (to a member on a replica's rack when possible).
 
 A class with fewer partitions than members (overlapping subscriptions: every topic its own
 class, hundreds of subscribers, tens of partitions) is solved without a step per member:
-only the current holders and the first members in range order can get a partition.
+only the current holders and the first members in range order can get a partition. Such a
+topic whose partitions are all held, one each, by subscribers holding nothing unusual is
+settled as it is, from counts per topic: its holders keep their tuples and it costs no step
+per holder, so one member joining costs in proportion to the topics that change. With
+racks, each of its partitions goes to the first member still without one on a replica's
+rack, a few list lookups per partition.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections import deque
-from collections.abc import Sequence
-from itertools import compress
+from collections import Counter, deque
+from collections.abc import Callable, Sequence
+from itertools import chain, compress
+from operator import itemgetter
 
 from assignors.base import PartitionAssignor
 from assignors.spec import NO_RACK, AssignmentSpec, GroupAssignment, Partitions
+
+
+class RackSets:
+    """Per partition number of a class, the racks holding a replica of it in every topic
+    (``sets``) and a picker for each: from a list indexed by rack (two slots past the
+    spec's racks, see :func:`_one_each_by_rack`), a tuple of the entries of those racks
+    (at least two, so that ``min`` takes it; the first slot past the racks for none)."""
+
+    __slots__ = ("pickers", "sets")
+
+    def __init__(self, sets: list[tuple[int, ...]], rack_count: int) -> None:
+        self.sets = sets
+        made: dict[tuple[int, ...], Callable[[list[int]], tuple[int, ...]]] = {}
+        pickers = []
+        for racks in sets:
+            picker = made.get(racks)
+            if picker is None:
+                slots = racks or (rack_count,)
+                picker = made[racks] = itemgetter(*(slots * 2 if len(slots) == 1 else slots))
+            pickers.append(picker)
+        self.pickers = pickers
+
+
+class _RackCache:
+    """Rack data shared by the classes of one assignment: the racks members are on, and
+    the :class:`RackSets` of each combination of partition-racks tuples."""
+
+    __slots__ = ("by_key", "member_racks")
+
+    def __init__(self, spec: AssignmentSpec) -> None:
+        self.member_racks = frozenset(spec.member_racks) - {NO_RACK}
+        self.by_key: dict[tuple[int, ...], RackSets] = {}
 
 
 class RangeAssignor(PartitionAssignor):
@@ -44,15 +82,18 @@ class RangeAssignor(PartitionAssignor):
             if sub_list and counts[t]:
                 classes.setdefault((counts[t], tuple(sub_list)), []).append(t)
         only = {s: ms[0] for s, ms in by_sub.items() if len(ms) == 1}
+        settled = _settled_topics(spec, classes, by_sub, len(only) == len(by_sub))
 
         rank = _range_rank(spec)
-        holders = _Holders(spec)
-        singles: list[Partitions] = []  # (p,), shared by all one-partition assignments
-        rack_cache: dict[tuple[int, ...], list[frozenset[int]]] = {}
         out_topics: list[tuple[int, ...] | list[int]] = [()] * spec.member_count
         out_parts: list[tuple[Partitions, ...] | list[Partitions]] = [()] * spec.member_count
+        holders = _Holders(spec, _keep_settled(spec, settled, out_topics, out_parts))
+        singles: list[Partitions] = []  # (p,), shared by all one-partition assignments
+        rack_cache = _RackCache(spec)
         grown: list[bool] = [False] * spec.member_count
         for (n, subs), topics in classes.items():
+            if len(topics) == 1 and topics[0] in settled:
+                continue
             topics.sort()
             if len(subs) == 1:
                 members: list[int] = by_sub[subs[0]]
@@ -99,14 +140,80 @@ def _range_rank(spec: AssignmentSpec) -> list[int] | None:
     return rank
 
 
+def _settled_topics(
+    spec: AssignmentSpec, classes: dict[tuple[int, tuple[int, ...]], list[int]],
+    by_sub: dict[int, list[int]], unique: bool,
+) -> frozenset[int]:
+    """Topics whose current holders are exactly what range gives them: one-topic classes
+    with fewer partitions than subscribers, each partition held by a different subscriber
+    that holds one partition of every topic it holds, all of them subscribed (every holder
+    keeps its one partition and nobody else gets one). Decided per topic from holder
+    counts; the per-member checks are C-level calls."""
+    cur_topics = spec.current_topics
+    if not any(cur_topics):
+        return frozenset()
+    candidates: dict[int, int] = {}  # one-topic class with fewer partitions than members
+    for (n, subs), topics in classes.items():
+        if len(topics) == 1 and n < (len(subs) if unique else
+                                     sum(len(by_sub[s]) for s in subs)):
+            candidates[topics[0]] = n
+    if not candidates:
+        return frozenset()
+    cur_parts = spec.current_partitions
+    subscriptions = spec.subscriptions
+    member_subs = spec.member_subscriptions
+    covers: dict[int, frozenset[int]] = {}
+    dirty: set[int] = set()  # topics held by a member that is not plain
+    for m, ts in enumerate(cur_topics):
+        if not ts:
+            continue
+        s = member_subs[m]
+        cover = covers.get(s)
+        if cover is None:
+            cover = covers[s] = frozenset(subscriptions[s])
+        if sum(map(len, cur_parts[m])) != len(ts) or not cover.issuperset(ts):
+            dirty.update(ts)
+    held = Counter(chain.from_iterable(cur_topics))
+    return frozenset(t for t, n in candidates.items() if held[t] == n and t not in dirty)
+
+
+def _keep_settled(
+    spec: AssignmentSpec, settled: frozenset[int],
+    out_topics: list[tuple[int, ...] | list[int]],
+    out_parts: list[tuple[Partitions, ...] | list[Partitions]],
+) -> list[int]:
+    """Starts each holder's answer with its partitions of the ``settled`` topics (the
+    whole current assignment, shared, when it holds nothing else); the holders of other
+    topics, whose partitions are decided class by class."""
+    if not settled:
+        return list(compress(range(spec.member_count), spec.current_topics))
+    unsettled: list[int] = []
+    for m, ts in enumerate(spec.current_topics):
+        if not ts:
+            continue
+        if settled.issuperset(ts):
+            out_topics[m] = ts
+            out_parts[m] = spec.current_partitions[m]
+            continue
+        unsettled.append(m)
+        if not settled.isdisjoint(ts):
+            kept = [(t, parts) for t, parts in zip(ts, spec.current_partitions[m], strict=True)
+                    if t in settled]
+            out_topics[m] = tuple(t for t, _ in kept)
+            out_parts[m] = tuple(parts for _, parts in kept)
+    return unsettled
+
+
 class _Holders:
     """Who holds what of each topic in the current assignment, built on first use (one
-    pass over the current assignment)."""
+    pass over the current assignment of the given members, the holders of every topic
+    that is looked at)."""
 
-    __slots__ = ("_by_topic", "_spec")
+    __slots__ = ("_by_topic", "_members", "_spec")
 
-    def __init__(self, spec: AssignmentSpec) -> None:
+    def __init__(self, spec: AssignmentSpec, members: list[int]) -> None:
         self._spec = spec
+        self._members = members
         self._by_topic: list[list[tuple[int, Partitions]]] | None = None
 
     def of(self, t: int) -> list[tuple[int, Partitions]]:
@@ -114,10 +221,10 @@ class _Holders:
         if self._by_topic is None:
             spec = self._spec
             by_topic: list[list[tuple[int, Partitions]]] = [[] for _ in range(spec.topic_count)]
-            for m, ts in enumerate(spec.current_topics):
-                if ts:
-                    for tt, parts in zip(ts, spec.current_partitions[m], strict=True):
-                        by_topic[tt].append((m, parts))
+            for m in self._members:
+                for tt, parts in zip(spec.current_topics[m], spec.current_partitions[m],
+                                     strict=True):
+                    by_topic[tt].append((m, parts))
             self._by_topic = by_topic
         return self._by_topic[t]
 
@@ -125,7 +232,7 @@ class _Holders:
 def _assign_class(
     spec: AssignmentSpec, members: Sequence[int], topics: list[int], n: int,
     holders: _Holders, rank: list[int] | None, singles: list[Partitions],
-    rack_cache: dict[tuple[int, ...], list[frozenset[int]]],
+    rack_cache: _RackCache,
 ) -> list[tuple[int, Partitions]]:
     """Partitions ``0..n-1`` for ``members`` (range order), shared by ``topics``: the
     members that get some, with their partitions.
@@ -136,11 +243,11 @@ def _assign_class(
     k = len(members)
     q, r = divmod(n, k)
     held = _current_owners(spec, members, topics, holders, rank)
-    racks = _class_racks(spec, members, topics, n, rack_cache)
+    racks = _class_racks(spec, members, topics, rack_cache)
     if not held and racks is None:
         return _fresh_ranges(members, q, r, singles)
     if q == 0:
-        return _assign_sparse(spec, members, n, held, racks)
+        return _assign_sparse(spec, members, n, held, racks, singles)
     dense: list[Sequence[int]] = [held.get(m, ()) for m in members] if held else [()] * k
     cnt = list(map(len, dense))
     quota = [q] * k
@@ -178,7 +285,7 @@ def _assign_class(
 
 def _assign_sparse(
     spec: AssignmentSpec, members: Sequence[int], n: int, held: dict[int, Sequence[int]],
-    racks: list[frozenset[int]] | None,
+    racks: RackSets | None, singles: list[Partitions],
 ) -> list[tuple[int, Partitions]]:
     """:func:`_assign_class` with fewer partitions than members (the quota is 0, plus one
     for ``n`` members): every holder keeps one partition, the first members in range order
@@ -186,82 +293,88 @@ def _assign_sparse(
     kept: dict[int, Sequence[int]] = {}
     for m, mine in held.items():
         kept[m] = _keep(spec, m, mine, 1, racks) if len(mine) > 1 else mine
-    taken = {mine[0] for mine in kept.values()}
-    free = [p for p in range(n) if p not in taken]
+    if kept:
+        taken = {mine[0] for mine in kept.values()}
+        free = [p for p in range(n) if p not in taken]
+        needy = _first_without(members, kept, len(free))
+    else:
+        free = list(range(n))
+        needy = list(range(n))
+    result = [(m, mine if isinstance(mine, tuple) else tuple(mine)) for m, mine in kept.items()]
+    if not free:
+        return result
+    if racks is not None:
+        free = _one_each_by_rack(spec, members, needy, free, racks)
+    if len(singles) < n:
+        singles.extend((p,) for p in range(len(singles), n))
+    result += zip(map(members.__getitem__, needy), map(singles.__getitem__, free), strict=True)
+    return result
+
+
+def _first_without(members: Sequence[int], kept: dict[int, Sequence[int]], want: int
+                   ) -> list[int]:
+    """Positions of the first ``want`` members (range order) not in ``kept``."""
     needy: list[int] = []
-    if free:
-        want = n - len(kept)
+    if want:
         for i, m in enumerate(members):
             if m not in kept:
                 needy.append(i)
                 if len(needy) == want:
                     break
-    result = [(m, mine if isinstance(mine, tuple) else tuple(mine)) for m, mine in kept.items()]
-    if racks is None:
-        result += [(members[i], (p,)) for i, p in zip(needy, free, strict=True)]
-    else:
-        result += _one_each_by_rack(spec, members, needy, free, racks)
-    return result
+    return needy
 
 
 def _one_each_by_rack(
     spec: AssignmentSpec, members: Sequence[int], needy: list[int], free: list[int],
-    racks: list[frozenset[int]],
-) -> list[tuple[int, Partitions]]:
-    """:func:`_fill_by_rack` when every needy member takes one partition."""
-    member_racks = spec.member_racks
-    queues: dict[int, list[int]] = {}  # rack -> [next position in the queue, needy...]
-    for i in needy:
-        rack = member_racks[members[i]]
-        if rack != NO_RACK:
-            queue = queues.get(rack)
-            if queue is None:
-                queues[rack] = [1, i]
-            else:
-                queue.append(i)
-    got: dict[int, int] = {}
+    racks: RackSets,
+) -> list[int]:
+    """The partition each ``needy`` member takes (in ``needy`` order) when each takes one:
+    each free partition in order goes to the first needy member on one of its replicas'
+    racks still without one; the partitions left go in order to the members left."""
+    rack_of = list(map(spec.member_racks.__getitem__, map(members.__getitem__, needy)))
+    end = len(needy)
+    # per rack, its first member still without one (two more slots: one for partitions on
+    # none of them, always ``end``, and NO_RACK's, read by no partition); per member, the
+    # next one on its rack
+    heads = [end] * (len(spec.racks) + 2)
+    after = [end] * end
+    for j in range(end - 1, -1, -1):
+        rack = rack_of[j]
+        after[j] = heads[rack]
+        heads[rack] = j
+    got = [-1] * end
     leftover = []
-    # the queues of a partition's replica racks, by rack set (few distinct ones)
-    queues_of: dict[int, list[list[int]]] = {}
-    for p in free:
-        rack_set = racks[p]
-        candidates = queues_of.get(id(rack_set))
-        if candidates is None:
-            candidates = queues_of[id(rack_set)] = [
-                queue for rack in rack_set if (queue := queues.get(rack)) is not None]
-        best = -1
-        chosen: list[int] = []
-        for queue in candidates:
-            head = queue[0]
-            if head < len(queue) and (best < 0 or queue[head] < best):
-                best = queue[head]
-                chosen = queue
-        if best < 0:
+    for p, picker in zip(free, map(racks.pickers.__getitem__, free), strict=True):
+        best = min(picker(heads))
+        if best == end:
             leftover.append(p)
         else:
             got[best] = p
-            chosen[0] += 1
+            heads[rack_of[best]] = after[best]
+    if not leftover:
+        return got
     rest = iter(leftover)
-    return [(members[i], (got[i],) if i in got else (next(rest),)) for i in needy]
+    return [p if p >= 0 else next(rest) for p in got]
 
 
 def _keep(
     spec: AssignmentSpec, m: int, mine: Sequence[int], quota: int,
-    racks: list[frozenset[int]] | None,
+    racks: RackSets | None,
 ) -> list[int]:
     """The ``quota`` partitions ``m`` keeps of ``mine``: lowest first, rack-matched ones
     before the others."""
     rack = spec.member_racks[m]
     if racks is not None and rack != NO_RACK:
-        good = [p for p in mine if rack in racks[p]]
-        bad = [p for p in mine if rack not in racks[p]]
+        sets = racks.sets
+        good = [p for p in mine if rack in sets[p]]
+        bad = [p for p in mine if rack not in sets[p]]
         return sorted((good + bad)[:quota])
     return list(mine[:quota])
 
 
 def _grant(
     spec: AssignmentSpec, members: Sequence[int], needy: list[int], needs: list[int],
-    free: list[int], racks: list[frozenset[int]] | None,
+    free: list[int], racks: RackSets | None,
 ) -> dict[int, list[int]]:
     """``free`` (ascending) to the ``needy`` positions, ``needs`` each, in ascending runs;
     with rack data each partition first goes to the first needy member on one of its
@@ -360,9 +473,8 @@ def _current_owners(
 
 
 def _class_racks(
-    spec: AssignmentSpec, members: Sequence[int], topics: list[int], n: int,
-    cache: dict[tuple[int, ...], list[frozenset[int]]],
-) -> list[frozenset[int]] | None:
+    spec: AssignmentSpec, members: Sequence[int], topics: list[int], cache: _RackCache,
+) -> RackSets | None:
     """Racks holding a replica of partition ``p`` in every topic of the class, if some
     member's rack lacks a replica of some partition (else racks do not matter)."""
     if not spec.partition_racks:
@@ -371,26 +483,24 @@ def _class_racks(
     if not commons:
         return None
     everywhere = frozenset.intersection(*commons)  # racks with every partition of the class
-    all_racks = cache.get(())
-    if all_racks is None:
-        all_racks = cache[()] = [frozenset(spec.member_racks) - {NO_RACK}]
-    if all_racks[0] <= everywhere:
+    if cache.member_racks <= everywhere:
         return None  # no member anywhere lacks a replica
     member_racks = spec.member_racks
     if all(r == NO_RACK or r in everywhere for r in map(member_racks.__getitem__, members)):
         return None
     # topics with the same replica racks share one (interned) tuple: intersect each once,
-    # and classes with the same tuples share the answer (``cache[()]``: the member racks)
+    # and classes with the same tuples share the answer
     distinct = {id(prs): prs for t in topics if (prs := spec.partition_racks[t]) is not None}
     key = tuple(sorted(distinct))
-    racks = cache.get(key)
+    racks = cache.by_key.get(key)
     if racks is None:
         rack_sets = spec.rack_sets
         tuples = iter(distinct.values())
-        racks = [rack_sets[k] for k in next(tuples)]
+        common = [rack_sets[k] for k in next(tuples)]
         for prs in tuples:
-            racks = [have & rack_sets[k] for have, k in zip(racks, prs, strict=True)]
-        cache[key] = racks
+            common = [have & rack_sets[k] for have, k in zip(common, prs, strict=True)]
+        racks = cache.by_key[key] = RackSets([tuple(sorted(have)) for have in common],
+                                             len(spec.racks))
     return racks
 
 
@@ -400,7 +510,7 @@ def _fill_by_rack(
     needy: list[int],
     needs: list[int],
     free: list[int],
-    racks: list[frozenset[int]],
+    racks: RackSets,
 ) -> dict[int, list[int]]:
     """Each free partition, in order, to the first needy member (in order) on one of its
     replicas' racks that still needs some; the rest in ascending runs."""
@@ -415,7 +525,7 @@ def _fill_by_rack(
     leftover = []
     for p in free:
         best = -1
-        for rack in racks[p]:
+        for rack in racks.sets[p]:
             queue = queues.get(rack)
             if queue:
                 i = queue[0]

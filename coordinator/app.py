@@ -32,7 +32,7 @@ from coordinator.security.limits import ConnectionQuotas
 from coordinator.security.listeners import listener_security
 
 from . import topiclog
-from .apis import build_registry
+from .apis import build_registry, write_txn_markers
 from .config import ServerConfig
 from .config.server_config import check_control_listener
 from .control import rebalance as control_groups
@@ -80,7 +80,10 @@ class App:
             lambda partition: new_shard(partition, config), clock,
             segment_bytes=config["offsets.topic.segment.bytes"],
             max_bytes=None if max_bytes < 0 else max_bytes,
-            flush_interval_ms=config["coordinator.log.flush.interval.ms"])
+            flush_interval_ms=config["coordinator.log.flush.interval.ms"],
+            snapshot_max_bytes=config["coordinator.log.max.record.bytes.between.snapshots"],
+            snapshot_interval_ms=config["coordinator.log.max.snapshot.interval.ms"],
+            tombstone_retention_ms=config["log.cleaner.delete.retention.ms"])
         self.compactor = Compactor(self.runtime, clock, config["log.cleaner.backoff.ms"],
                                    config["log.cleaner.delete.retention.ms"])
         self.broker = Broker(config, cluster_id, image, self.metadata_log, self.runtime, clock,
@@ -145,6 +148,8 @@ class App:
             for kind in ("consumer", "share", "streams")))
         await self.runtime.start()
         self.topic_logs.start()
+        # aborts timed-out transactions, completes those a restart left in doubt
+        self._background.append(asyncio.create_task(write_txn_markers.of(self.broker).run()))
         self._background.append(asyncio.create_task(GcPauseGuard().run()))
         if self.config["log.cleaner.enable"]:
             self._background.append(asyncio.create_task(self.compactor.run()))

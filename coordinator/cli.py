@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from assignors import bench as assignor_bench
 from coordinator.config.properties import read_properties
@@ -17,14 +17,24 @@ from storage.dump import dump
 from storage.errors import CorruptLogError
 
 from .bench import codec as codec_bench
+from .bench import commits as commits_bench
 from .bench import fixture as fixture_bench
 from .bench import heartbeats as heartbeats_bench
+from .bench import members as members_bench
 from .bench import produce_consume as produce_consume_bench
+from .bench import rebalance as rebalance_bench
+from .bench import regex as regex_bench
 from .bench import share as share_bench
 from .bench import store as store_bench
+from .bench import store_load as store_load_bench
 from .bench import storm as storm_bench
 from .config import ConfigError, ServerConfig
 from .config.profiles import PROFILES, SERVE, profile
+from .soak import chaos as chaos_soak
+from .soak import fuzz as fuzz_soak
+
+if TYPE_CHECKING:
+    from .app import App
 
 
 def _parse_override(text: str) -> tuple[str, str]:
@@ -58,7 +68,13 @@ def build_parser() -> argparse.ArgumentParser:
     codec = benches.add_parser("codec", help="µs per decode/encode of hot messages")
     codec.add_argument("--iterations", type=int, default=20000)
     store = benches.add_parser("store", help="durable commits/s and replay speed")
+    commits = benches.add_parser("commits", help="durable offset commits/s the server takes "
+                                 "from a raw-wire load generator")
+    commits_bench.add_arguments(commits)
     store_bench.add_arguments(store)
+    load = benches.add_parser("load", help="start-to-serving time of a large store, with and "
+                              "without snapshots")
+    store_load_bench.add_arguments(load)
     assignor = benches.add_parser("assignor", help="server-side assignor run times")
     assignor_bench.add_arguments(assignor)
     produce_consume = benches.add_parser("produce-consume",
@@ -76,6 +92,24 @@ def build_parser() -> argparse.ArgumentParser:
     fixture = benches.add_parser("fixture", help="ms from the test fixture's start to a server "
                                  "accepting clients, and from subscribe to a first assignment")
     fixture_bench.add_arguments(fixture)
+    rebalance = benches.add_parser("rebalance", help="ms until real consumers own their "
+                                   "partitions: a new group, ten joining at once, a leave")
+    rebalance_bench.add_arguments(rebalance)
+    regex = benches.add_parser("regex", help="ms to resolve regex subscriptions against "
+                               "10k topics, and what it costs the event loop")
+    regex_bench.add_arguments(regex)
+    members = benches.add_parser("members", help="the server's RSS with many KIP-848 members "
+                                 "(one group, and 100 groups), and whether it keeps answering")
+    members_bench.add_arguments(members)
+
+    soak = commands.add_parser("soak", help="long runs under faults that print what held")
+    soaks = soak.add_subparsers(dest="soak", required=True)
+    chaos = soaks.add_parser("chaos", help="real clients while the server is killed -9 in a "
+                             "loop: acknowledged commits and records lost, reconvergence")
+    chaos_soak.add_arguments(chaos)
+    fuzz = soaks.add_parser("fuzz", help="malformed frames of every API while a healthy client "
+                            "heartbeats: crashes, the healthy client's latency")
+    fuzz_soak.add_arguments(fuzz)
 
     log_cmd = commands.add_parser("log", help="read a store")
     log_commands = log_cmd.add_subparsers(dest="log_command", required=True)
@@ -101,6 +135,26 @@ def load_config(path: str | None, overrides: Sequence[tuple[str, str]],
 
 def serve(args: argparse.Namespace) -> int:
     configure_logging(args.log_level)
+    app = prepare(args)
+    if isinstance(app, int):
+        return app
+    log = get_logger("coordinator.cli")
+    from coordinator.runtime.loop import loop_name
+    from coordinator.runtime.loop import run as run_loop
+
+    log.info("event loop", loop=loop_name())
+    try:
+        run_loop(app.run_until_stopped())
+    except OSError as exc:
+        log.error("cannot start", error=str(exc))
+        return 1
+    return 0
+
+
+def prepare(args: argparse.Namespace) -> App | int:
+    """What ``serve`` checks before it runs anything: every config value (Kafka's message and
+    exit code 2 for a bad one), ``--add-scram``, the store's directory, the listeners' TLS and
+    SASL settings. The server, built and not started, or the exit code."""
     log = get_logger("coordinator.cli")
     try:
         config = load_config(args.config, args.override, args.profile)
@@ -110,6 +164,7 @@ def serve(args: argparse.Namespace) -> int:
         return 2
     except OSError as exc:
         log.error("cannot read configuration", error=str(exc))
+        print(f"error: cannot read {args.config}: {exc.strerror or exc}", file=sys.stderr)
         return 2
     for key in sorted(config.unknown):
         log.warning("unknown configuration key ignored", key=key)
@@ -134,13 +189,9 @@ def serve(args: argparse.Namespace) -> int:
         return 2
     except (MetaPropertiesError, OSError) as exc:
         log.error("cannot start", error=str(exc))
+        print(f"error: cannot start: {exc}", file=sys.stderr)
         return 1
-    try:
-        asyncio.run(app.run_until_stopped())
-    except OSError as exc:
-        log.error("cannot start", error=str(exc))
-        return 1
-    return 0
+    return app
 
 
 def dump_log(args: argparse.Namespace) -> int:
@@ -191,8 +242,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return serve(args)
     if args.command == "log":
         return log_timeline(args) if args.log_command == "timeline" else dump_log(args)
-    benches = {"codec": codec_bench.run, "store": store_bench.run, "assignor": bench_assignor,
+    if args.command == "soak":
+        return chaos_soak.run(args) if args.soak == "chaos" else fuzz_soak.run(args)
+    benches = {"codec": codec_bench.run, "commits": commits_bench.run, "store": store_bench.run,
+               "assignor": bench_assignor,
                "produce-consume": produce_consume_bench.run, "storm": storm_bench.run,
                "share": share_bench.run, "heartbeats": heartbeats_bench.run,
-               "fixture": fixture_bench.run}
+               "fixture": fixture_bench.run, "rebalance": rebalance_bench.run,
+               "regex": regex_bench.run,
+               "members": members_bench.run, "load": store_load_bench.run}
     return benches[args.bench](args)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import logging
 from collections.abc import Awaitable
 from typing import Any
 
@@ -24,7 +25,6 @@ from protocol import (
     ProtocolError,
     Schema,
     api_name,
-    decode_request,
     encode_response,
     error_response,
     has_field,
@@ -32,10 +32,18 @@ from protocol import (
     peek_fixed,
     schema,
 )
+from protocol.encoded import EncodedBody, frame_encoded
+from protocol.repeated import decode_repeated
 
 from .apis import ApiRegistry, ApiSpec, RequestContext
 
 log = get_logger("coordinator.dispatch")
+
+
+def _debug() -> bool:
+    """Whether debug lines are logged (structlog's filtering logger knows its level)."""
+    enabled = getattr(log, "is_enabled_for", None)
+    return True if enabled is None else bool(enabled(logging.DEBUG))
 
 
 NO_RESPONSE = b""
@@ -54,6 +62,8 @@ class Dispatcher:
         self.faults = faults
         """The control endpoint's fault rules (``coordinator/control/faults.py``), asked about
         every request while one is active; None when the endpoint is off."""
+        self.debug = _debug()
+        """Whether each request is logged at debug level (read once: logging is set up first)."""
 
     def dispatch(self, frame: bytes, connection_id: str, principal: str = "User:ANONYMOUS",
                  listener: str = "") -> bytes | Awaitable[bytes]:
@@ -79,16 +89,17 @@ class Dispatcher:
         if not spec.supports(api_version):
             return self._unsupported_version(api_key, api_version, correlation_id, frame)
         try:
-            request = decode_request(frame)
+            request = decode_repeated(frame)  # decode_request, steady heartbeats kept
         except ProtocolError as exc:
             raise CloseConnection(
                 f"malformed {api_name(api_key)} v{api_version} request: {exc}"
             ) from None
         ctx = RequestContext(request.header, request.schema, self.broker, connection_id,
                              principal, listener)
-        log.debug("request", connection=connection_id, client_id=request.header.client_id,
-                  api=api_name(api_key), version=api_version,
-                  correlation_id=request.header.correlation_id)
+        if self.debug:  # the fields cost something even when the line is filtered out
+            log.debug("request", connection=connection_id, client_id=request.header.client_id,
+                      api=api_name(api_key), version=api_version,
+                      correlation_id=request.header.correlation_id)
         faults = self.faults
         if faults is not None and faults.armed:
             injection = faults.match(api_key, request.header.client_id, request.body,
@@ -146,6 +157,8 @@ class Dispatcher:
     def _encode(self, ctx: RequestContext, body: Any) -> bytes:
         if body is None:  # the handler sends no response (Produce with acks=0)
             return NO_RESPONSE
+        if type(body) is EncodedBody:  # a body the handler keeps encoded
+            return frame_encoded(ctx.schema, ctx.header.correlation_id, body)
         return encode_response(ctx.schema, ctx.header.correlation_id, body)
 
     def _failed(self, ctx: RequestContext) -> bytes:

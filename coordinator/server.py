@@ -6,13 +6,15 @@ accepting, over ``max.connections.per.ip`` it closes the new connection), and wr
 on SSL and SASL_SSL listeners. On SASL listeners a connection first authenticates
 (``coordinator/security/sasl.py``), one frame at a time; then, as on every listener, it has a
 reader (frames, size-checked against ``socket.request.max.bytes``) and a writer (responses in
-request order). Requests may be pipelined: up to ``MAX_IN_FLIGHT`` are handled at once, and a
-client that stops reading only stalls its own connection.
+request order). Requests may be pipelined: up to ``MAX_IN_FLIGHT`` are handled at once, of at
+most ``socket.request.max.bytes`` together (the next frame waits, as Kafka mutes a channel),
+and a client that stops reading only stalls its own connection.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import enum
 import itertools
 import socket
@@ -37,7 +39,9 @@ log = get_logger("coordinator.server")
 _SIZE = struct.Struct(">i")
 MAX_IN_FLIGHT = 64
 CLOSE_GRACE_S = 10.0
-TURN_REQUESTS = 2  # pipelined requests handled at once before other connections get a turn
+AUTH_FAILURE_LINGER_S = 1.0
+"""After a failed authentication's answer, how long the client may take to close first."""
+TURN_REQUESTS = 8  # pipelined requests handled at once before other connections get a turn
 TLS_HANDSHAKE_TIMEOUT_S = 30.0
 ANONYMOUS = "User:ANONYMOUS"
 
@@ -72,6 +76,11 @@ class Connection:
         self.reason = ""
         self._scope: anyio.CancelScope | None = None
         self._writing = False  # the writer holds an answer not yet on the wire
+        self._out: list[bytes] = []  # answers of this turn of the loop, written as one
+        self._last_read = 0.0  # when the last frame was read (loop time), for the idle check
+        self._idle_check: asyncio.TimerHandle | None = None
+        self._handling_bytes = 0  # size of the requests read whose handling is not over
+        self._room = asyncio.Event()  # set when some of them finished
 
     async def run(self) -> None:
         log.debug("connection opened", connection=self.id, listener=self.server.listener.name)
@@ -97,6 +106,9 @@ class Connection:
                     self.reason = "idle for longer than connections.max.idle.ms"
                     tasks.cancel_scope.cancel()
         finally:
+            if self._idle_check is not None:
+                self._idle_check.cancel()
+            self._flush()
             self.writer.close()
             log.info("connection closed", connection=self.id, reason=self.reason)
 
@@ -163,8 +175,18 @@ class Connection:
                 self.writer.write(step.response)
                 async with asyncio.timeout(CLOSE_GRACE_S):
                     await self.writer.drain()
+                await self._linger_for_client_close()
         except (ConnectionError, OSError, TimeoutError):
             pass
+
+    async def _linger_for_client_close(self) -> None:
+        """Give the client ``AUTH_FAILURE_LINGER_S`` to read the failure answer and close first:
+        a client that gets the answer and our close in one read may report a lost connection
+        instead of the authentication error (kafka-python does)."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(AUTH_FAILURE_LINGER_S):
+                while await self.reader.read(65536):
+                    pass
 
     async def _read_frame(self, max_bytes: int, timeout_s: float) -> bytes | None:
         """One whole frame within ``timeout_s``; None if the client closed between frames."""
@@ -186,8 +208,35 @@ class Connection:
     # --- requests and their answers --------------------------------------------------------
     async def _answer_then_close(self, scope: anyio.CancelScope) -> None:
         """Let the writer send the answers still owed, for at most ``CLOSE_GRACE_S``."""
+        if self._idle_check is not None:
+            self._idle_check.cancel()
         scope.deadline = anyio.current_time() + CLOSE_GRACE_S
         await self.pending.put(_END)
+
+    def _emit(self, data: bytes) -> None:
+        """Write ``data`` once this turn of the event loop is over, with the other answers of
+        the turn: one system call for every answer a read of pipelined requests produced."""
+        out = self._out
+        out.append(data)
+        if len(out) == 1:
+            asyncio.get_running_loop().call_soon(self._flush)
+
+    def _flush(self) -> None:
+        out, self._out = self._out, []
+        if out and not self.writer.transport.is_closing():
+            self.writer.write(out[0] if len(out) == 1 else b"".join(out))
+
+    def _watch_idle(self, idle_s: float, scope: anyio.CancelScope) -> None:
+        """One deadline per connection instead of a timeout per read: the check runs when the
+        connection could first have been idle for ``idle_s``, and again as long as frames keep
+        coming; it closes a connection whose last frame is older than that."""
+        loop = asyncio.get_running_loop()
+        idle_for = loop.time() - self._last_read
+        if idle_for >= idle_s:
+            self.reason = "idle for longer than connections.max.idle.ms"
+            scope.cancel()
+            return
+        self._idle_check = loop.call_later(idle_s - idle_for, self._watch_idle, idle_s, scope)
 
     async def _read_requests(self) -> None:
         max_bytes = self.server.max_request_bytes
@@ -195,10 +244,14 @@ class Connection:
         dispatcher = self.server.dispatcher
         principal, listener = self.principal, self.server.listener.name
         dispatched_in_turn = 0
+        loop = asyncio.get_running_loop()
+        self._last_read = loop.time()
+        if self._scope is not None:
+            self._idle_check = loop.call_later(idle_seconds, self._watch_idle, idle_seconds,
+                                               self._scope)
         while True:
             try:
-                async with asyncio.timeout(idle_seconds):
-                    prefix = await self.reader.readexactly(4)
+                prefix = await self.reader.readexactly(4)
             except asyncio.IncompleteReadError as exc:
                 if exc.partial:
                     raise CloseConnection("connection closed inside a size prefix") from None
@@ -209,21 +262,24 @@ class Connection:
                     f"frame of {size} bytes is larger than socket.request.max.bytes ({max_bytes})"
                     if size > 0 else f"invalid frame size {size}"
                 )
+            if self._handling_bytes and self._handling_bytes + size > max_bytes:
+                await self._wait_for_room(size, max_bytes)
             try:
                 frame = await self.reader.readexactly(size)
             except asyncio.IncompleteReadError:
                 raise CloseConnection("connection closed inside a frame") from None
+            self._last_read = loop.time()
             try:
                 response = dispatcher.dispatch(frame, self.id, principal, listener)
             except CloseConnection as exc:
                 self._log_close(frame, str(exc))
                 raise
             if not isinstance(response, bytes):
-                await self.pending.put(asyncio.ensure_future(response))
+                await self.pending.put(self._handling(asyncio.ensure_future(response), size))
             elif self._can_write_now():
-                # Answered already and nothing owed before it: straight to the socket.
+                # Answered already and nothing owed before it: out with this turn's answers.
                 if response:
-                    self.writer.write(response)
+                    self._emit(response)
             else:
                 await self.pending.put(response)
             # Reading buffered frames never suspends this loop: a client pipelining many
@@ -233,6 +289,25 @@ class Connection:
             if dispatched_in_turn >= TURN_REQUESTS:
                 dispatched_in_turn = 0
                 await asyncio.sleep(0)
+
+    def _handling(self, future: asyncio.Future[bytes], size: int) -> asyncio.Future[bytes]:
+        """Count the request's bytes until its handling is over (its answer is built)."""
+        self._handling_bytes += size
+
+        def done(_: asyncio.Future[bytes]) -> None:
+            self._handling_bytes -= size
+            self._room.set()
+
+        future.add_done_callback(done)
+        return future
+
+    async def _wait_for_room(self, size: int, max_bytes: int) -> None:
+        """Hold the next frame, as Kafka mutes a channel, until the connection's requests still
+        being handled and this one add up to at most ``socket.request.max.bytes`` (a frame
+        alone is never larger), so no connection makes the server hold more of its requests."""
+        while self._handling_bytes and self._handling_bytes + size > max_bytes:
+            self._room.clear()
+            await self._room.wait()
 
     def _can_write_now(self) -> bool:
         return (not self._writing and self.pending.empty()
@@ -252,6 +327,7 @@ class Connection:
             item = await self.pending.get()
             self._writing = True
             if item is _END:
+                self._flush()
                 return
             if isinstance(item, bytes):
                 data = item
@@ -268,8 +344,10 @@ class Connection:
             if not data:  # NO_RESPONSE: nothing goes on the wire for this request
                 continue
             try:
-                self.writer.write(data)
-                await self.writer.drain()
+                self._emit(data)
+                if self.pending.empty():  # nothing else to answer now: make room first
+                    self._flush()
+                    await self.writer.drain()
             except (ConnectionError, OSError) as exc:
                 self.reason = f"socket error while writing: {exc}"
                 if self._scope is not None:

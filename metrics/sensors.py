@@ -13,6 +13,7 @@ at scrape time.
 
 from __future__ import annotations
 
+import bisect
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -104,6 +105,12 @@ class PercentileSensor:
         if self.histogram is not None:
             self.histogram.observe(value)
 
+    def record_many(self, values: Sequence[float]) -> None:
+        """``record`` each of ``values`` (a batch gathered off the per-event path)."""
+        self._window.record_many(values)
+        if self.histogram is not None:
+            observe_many(self.histogram, values)
+
     def record_window_only(self, value: float) -> None:
         """Into the sliding window only (when the histogram is fed elsewhere)."""
         self._window.record(value)
@@ -118,6 +125,26 @@ class PercentileSensor:
         return [Measurement(MetricName(f"{self.name}-{suffix}", self.group, self.tags), value,
                             f"{self.description} ({suffix} over the sliding window)")
                 for suffix, value in self.summary().items()]
+
+
+def observe_many(histogram: Histogram, values: Sequence[float]) -> None:
+    """``histogram.observe`` each of ``values``: counted per bucket first, then one increment
+    per bucket touched (prometheus_client's own fields, pinned; observed one by one if they
+    are not there)."""
+    bounds = getattr(histogram, "_upper_bounds", None)
+    buckets = getattr(histogram, "_buckets", None)
+    total = getattr(histogram, "_sum", None)
+    if bounds is None or buckets is None or total is None:
+        for value in values:
+            histogram.observe(value)
+        return
+    counts = [0] * len(bounds)
+    for value in values:
+        counts[bisect.bisect_left(bounds, value)] += 1
+    total.inc(sum(values))
+    for index, count in enumerate(counts):
+        if count:
+            buckets[index].inc(count)
 
 
 @dataclass(slots=True)

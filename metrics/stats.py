@@ -87,6 +87,27 @@ class SampledWindow:
                     if slot < self.max_values:
                         sample.values[slot] = value
 
+    def record_many(self, values: Sequence[float], now: float | None = None) -> None:
+        """``record`` for each of ``values``, all at ``now``, under one lock."""
+        if not values:
+            return
+        now = self.clock() if now is None else now
+        with self._lock:
+            sample = self._current(now)
+            seen = sample.count
+            sample.count += len(values)
+            sample.total += sum(values)
+            sample.minimum = min(sample.minimum, min(values))
+            sample.maximum = max(sample.maximum, max(values))
+            if not self.keep_values:
+                return
+            room = max(0, self.max_values - len(sample.values))
+            sample.values.extend(values[:room])
+            for index in range(room, len(values)):  # reservoir sampling, as ``record``
+                slot = self._random.randrange(seen + index + 1)
+                if slot < self.max_values:
+                    sample.values[slot] = values[index]
+
     def _current(self, now: float) -> _Sample:
         self._purge(now)
         if self._samples and now - self._samples[-1].start < self.config.window_s:

@@ -6,13 +6,14 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pyarrow.parquet as pq
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 
 from pipeline import tables
 from pipeline.progress import Progress
 from pipeline.segments import list_segments
-from pipeline.source import NAME
+from pipeline.source import DIGEST, NAME, RECORDS
 
 
 @dataclass
@@ -33,53 +34,58 @@ class JobResult:
     report: Path | None = None
 
 
-def read_stores(spark: SparkSession, log_dirs: list[str]) -> DataFrame:
-    return spark.read.format(NAME).option("paths", json.dumps(log_dirs)).load()
+def parquet_rows(path: Path) -> int:
+    """Rows of a Parquet table the job wrote, from its files' footers."""
+    return sum(pq.read_metadata(part).num_rows for part in path.glob("part-*"))
+
+
+def read_stores(spark: SparkSession, log_dirs: list[str], view: str = RECORDS) -> DataFrame:
+    return spark.read.format(NAME).option("paths", json.dumps(log_dirs)).option(
+        "view", view).load()
 
 
 def run(spark: SparkSession, options: JobOptions) -> JobResult:
-    progress = Progress(total=9 if options.report else 8, quiet=options.quiet)
+    progress = Progress(total=8 if options.report else 7, quiet=options.quiet)
     segments = list_segments(options.log_dirs)
     progress.say(f"{len(options.log_dirs)} store(s), {len(segments)} segment file(s), "
                  f"{sum(s.size for s in segments) / 1e6:.1f} MB")
     out = options.out
     out.mkdir(parents=True, exist_ok=True)
-    records = read_stores(spark, options.log_dirs)
     result = JobResult(records=0, segments=len(segments))
 
-    with progress.stage("scan the stores (decode every record, keep commits and groups)"):
-        # Everything downstream reads this once-decoded copy, not the segment files again.
-        records = records.persist(StorageLevel.MEMORY_AND_DISK)
-        result.records = records.count()
+    with progress.stage("read the stores (group records, offset commits per key: "
+                        "one pass)"):
+        # the one pass over the segment files: everything downstream reads this small digest
+        digest = read_stores(spark, options.log_dirs, DIGEST).persist(
+            StorageLevel.MEMORY_AND_DISK)
+        result.records = tables.record_count(digest)
         progress.say(f"{result.records:,} records")
-    groups = tables.group_records(records).persist(StorageLevel.MEMORY_AND_DISK)
+    # replayed once for all four group tables, when the first is written
+    groups = tables.group_tables(tables.group_records(digest)).persist(
+        StorageLevel.MEMORY_AND_DISK)
 
     def write(name: str, df: DataFrame) -> DataFrame:
         with progress.stage(name):
             df.write.mode("overwrite").parquet(str(out / name))
-            written = df.sparkSession.read.parquet(str(out / name))
-            result.rows[name] = written.count()
+            result.rows[name] = parquet_rows(out / name)
             progress.say(f"{name}: {result.rows[name]:,} rows")
-        return written
+        return df.sparkSession.read.parquet(str(out / name))
 
     runs = write("assignment_runs", tables.group_table(groups, "runs"))
     write("member_timeline", tables.group_table(groups, "timeline"))
     rebalances = write("rebalances", tables.group_table(groups, "rebalances"))
-    with progress.stage("group states at the end of the log"):
-        state = tables.group_table(groups, "state").persist(StorageLevel.MEMORY_AND_DISK)
-        progress.say(f"{state.count():,} groups")
-    commits = write("offset_commits", tables.offset_commits(records))
+    state = tables.group_table(groups, "state")
+    commits = write("offset_commits", tables.offset_commits(digest))
     expiration = write("offset_expiration", tables.offset_expiration(
-        commits, state, records, options.retention_minutes))
+        commits, state, tables.store_ends(digest), options.retention_minutes))
     write("group_summary", tables.group_summary(runs, rebalances, state, expiration))
-    per_minute = tables.commits_per_minute(records)
+    per_minute = tables.commits_per_minute(digest)
     if options.report:
         from pipeline.report import write_report
 
         with progress.stage("report.html and plots"):
             result.report = write_report(spark, out, per_minute, options)
             progress.say(f"report: {result.report}")
-    records.unpersist()
+    digest.unpersist()
     groups.unpersist()
-    state.unpersist()
     return result

@@ -62,3 +62,35 @@ GROUP_TABLES: dict[str, pa.Schema] = {
     "rebalances": REBALANCES,
     "state": GROUP_STATE,
 }
+
+
+def _union() -> pa.Schema:
+    fields: dict[str, pa.Field] = {"table": pa.field("table", pa.string())}
+    for schema in GROUP_TABLES.values():
+        for f in schema:
+            if fields.setdefault(f.name, f).type != f.type:  # pragma: no cover - a typo
+                raise TypeError(f"group tables disagree on the type of {f.name}")
+    return pa.schema(list(fields.values()))
+
+
+GROUP_TABLES_UNION = _union()
+"""Every group table's rows in one schema (one shared replay): ``table`` names the table
+(a key of :data:`GROUP_TABLES`), the other tables' columns are null."""
+
+
+def union_table(tables: dict[str, list[dict[str, object]]]) -> pa.Table:
+    """The rows of several group tables (by :data:`GROUP_TABLES` key) in the union schema."""
+    parts = []
+    for kind, rows in tables.items():
+        if not rows:
+            continue
+        table = pa.Table.from_pylist(rows, schema=GROUP_TABLES[kind])
+        n = table.num_rows
+        parts.append(pa.table(
+            [pa.repeat(pa.scalar(kind, pa.string()), n) if f.name == "table"
+             else table.column(f.name) if f.name in table.column_names
+             else pa.nulls(n, f.type) for f in GROUP_TABLES_UNION],
+            schema=GROUP_TABLES_UNION))
+    if not parts:
+        return GROUP_TABLES_UNION.empty_table()
+    return pa.concat_tables(parts)

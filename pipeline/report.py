@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pandas as pd
+import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 
 from pipeline import plots
 from pipeline.replay import GROUP_TYPES
@@ -43,19 +43,24 @@ def _ms_columns_to_time(df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
+def _read(out: Path, name: str) -> pd.DataFrame:
+    """A table the job wrote (small: read on the driver, without a Spark job)."""
+    return pq.read_table(out / name).to_pandas()
+
+
 def write_report(spark: SparkSession, out: Path, per_minute: DataFrame,
                  options: JobOptions) -> Path:
-    read = spark.read.parquet
-    summary = read(str(out / "group_summary")).toPandas()
-    runs = read(str(out / "assignment_runs")).select(*RUN_COLUMNS).toPandas()
-    rebalances = read(str(out / "rebalances")).toPandas()
-    slowest = (read(str(out / "rebalances")).where(F.col("status") == "completed")
-               .orderBy(F.col("duration_ms").desc_nulls_last()).limit(10).toPandas())
-    expiring = (read(str(out / "offset_expiration"))
-                .where(F.col("status").isin("due", "expired", "pending"))
-                .groupBy("store", "group_id", "rule", "status")
-                .agg(F.count("*").alias("offsets"), F.min("expires_at_ms").alias("expires_at_ms"))
-                .orderBy("expires_at_ms").limit(30).toPandas())
+    summary = _read(out, "group_summary")
+    runs = _read(out, "assignment_runs")[RUN_COLUMNS]
+    rebalances = _read(out, "rebalances")
+    slowest = (rebalances[rebalances["status"] == "completed"]
+               .sort_values("duration_ms", ascending=False, na_position="last", kind="stable")
+               .head(10))
+    expiration = _read(out, "offset_expiration")
+    expiring = (expiration[expiration["status"].isin(["due", "expired", "pending"])]
+                .groupby(["store", "group_id", "rule", "status"], as_index=False)
+                .agg(offsets=("status", "size"), expires_at_ms=("expires_at_ms", "min"))
+                .sort_values("expires_at_ms", na_position="first", kind="stable").head(30))
     minutes = per_minute.toPandas()
     pngs = {
         "assignor_runs.png": plots.assignor_runs(runs, options.assignment_interval_ms,

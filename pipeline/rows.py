@@ -1,5 +1,5 @@
 """Stored records -> Arrow RecordBatches of the ``coordinator-log`` schema, decoded with
-``storage``'s own record codec.
+``storage``'s own record codec (offset commits in bulk: :func:`frame_batches`).
 
 Records are bucketed by type: each type fills only its own columns (see :data:`_FIELDS_OF`), and
 the columns a type does not have are all-null arrays made in one call, so a batch costs little
@@ -13,8 +13,11 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
+from pipeline.commits import Commits, commit_positions, decode_commits, key_columns
+from pipeline.frames import Frames
 from pipeline.schema import ARROW_SCHEMA
 from storage.codec import kafka_uuid_str
 from storage.errors import RecordDecodeError
@@ -55,6 +58,13 @@ def _offset_commit(key: Any, value: Any) -> Fields:
         return key.group, key.topic, key.partition, None, None, None
     return (key.group, key.topic, key.partition, value.offset, value.commit_timestamp,
             value.expire_timestamp)
+
+
+def _txn_offset_commit(key: Any, value: Any) -> Fields:
+    """A pending transactional offset (TxnOffsetCommit): the same columns as a commit."""
+    if value is None:
+        return key.group, key.topic, key.partition, None, None, None
+    return key.group, key.topic, key.partition, value.offset, value.commit_timestamp, None
 
 
 GROUP_METADATA = ("group_id", "epoch", "protocol_type", "protocol", "leader",
@@ -251,6 +261,7 @@ def _group_key(key: Any, value: Any) -> Fields:
 def _table() -> dict[int, tuple[tuple[str, ...], Filler]]:
     by_name: dict[str, tuple[tuple[str, ...], Filler]] = {
         "OffsetCommit": (OFFSET_COMMIT, _offset_commit),
+        "TxnOffsetCommit": (OFFSET_COMMIT, _txn_offset_commit),
         "GroupMetadata": (GROUP_METADATA, _group_metadata),
         "TopicMetadata": (TOPIC_METADATA, _topic_metadata),
         "ConsumerGroupMemberMetadata": (MEMBER_METADATA, _member_metadata),
@@ -372,3 +383,46 @@ def record_batches(store: str, log: str, partition: int, records: Iterable[Store
     yield from builder.add(records)
     if builder.count:
         yield builder.flush()
+
+
+def commit_batch(store: str, log: str, partition: int, frames: Frames,
+                 commits: Commits) -> pa.RecordBatch:
+    """The rows of decoded OffsetCommit records (:mod:`pipeline.commits`)."""
+    n = len(commits)
+    put = _POSITIONS
+    arrays: list[pa.Array | None] = [None] * len(ARROW_SCHEMA)
+    arrays[put["store"]] = pa.repeat(pa.scalar(store, pa.string()), n)
+    arrays[put["log"]] = pa.repeat(pa.scalar(log, pa.string()), n)
+    arrays[put["partition"]] = pa.repeat(pa.scalar(partition, pa.int32()), n)
+    arrays[put["offset"]] = pa.array(frames.offset[commits.index], pa.int64())
+    arrays[put["timestamp"]] = pa.array(frames.timestamp[commits.index], pa.int64())
+    arrays[put["type_id"]] = pa.array(frames.type_id[commits.index], pa.int32())
+    arrays[put["type"]] = pa.repeat(pa.scalar(_NAMES[1], pa.string()), n)
+    arrays[put["tombstone"]] = pa.array(~commits.live, pa.bool_())
+    group, topic, topic_partition = key_columns(commits)
+    arrays[put["group_id"]] = group
+    arrays[put["commit_topic"]] = topic
+    arrays[put["commit_partition"]] = topic_partition
+    tombstone = ~commits.live
+    arrays[put["commit_offset"]] = pa.array(commits.commit_offset, pa.int64(), mask=tombstone)
+    arrays[put["commit_timestamp"]] = pa.array(commits.commit_timestamp, pa.int64(),
+                                               mask=tombstone)
+    arrays[put["expire_timestamp"]] = pa.array(commits.expire_timestamp, pa.int64(),
+                                               mask=tombstone)
+    filled = [pa.nulls(n, ARROW_SCHEMA.field(i).type) if array is None else array
+              for i, array in enumerate(arrays)]
+    return pa.RecordBatch.from_arrays(filled, schema=ARROW_SCHEMA)
+
+
+def frame_batches(store: str, log: str, partition: int, frames: Frames,
+                  batch_rows: int | None = None) -> Iterator[pa.RecordBatch]:
+    """Every record of ``frames`` as rows: offset commits decoded in bulk
+    (:mod:`pipeline.commits`), the other records one by one."""
+    commits = decode_commits(frames, commit_positions(frames))
+    if len(commits):
+        yield commit_batch(store, log, partition, frames, commits)
+    rest = np.ones(len(frames), dtype=bool)
+    rest[commits.index] = False
+    stored = frames.stored
+    yield from record_batches(store, log, partition,
+                              (stored(i) for i in np.flatnonzero(rest).tolist()), batch_rows)

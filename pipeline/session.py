@@ -34,8 +34,10 @@ def prepare_environment() -> None:
 
 def build_session(master: str = "local[*]", *, app_name: str = "coordinator-pipeline",
                   shuffle_partitions: int | None = None, ui: bool = False,
-                  progress: bool = True, fast_start: bool = False) -> SparkSession:
-    """A SparkSession with the ``coordinator-log`` source registered."""
+                  progress: bool = True, fast_start: bool = True) -> SparkSession:
+    """A SparkSession with the ``coordinator-log`` source registered. ``fast_start`` starts
+    the driver's JVM without the C2 compiler: it plans and collects small tables, and on
+    local masters runs the tasks too, where the Python workers do most of the work."""
     prepare_environment()
     builder = (
         SparkSession.builder.master(master)
@@ -46,6 +48,14 @@ def build_session(master: str = "local[*]", *, app_name: str = "coordinator-pipe
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.executorEnv.PYTHONPATH", os.environ["PYTHONPATH"])
         .config("spark.python.worker.reuse", "true")
+        # adaptive execution may coalesce the small shuffles of persisted tables too (with
+        # Spark's 200 shuffle partitions a cluster would run 200 tiny replay tasks)
+        .config("spark.sql.optimizer.canChangeCachedPlanOutputPartitioning", "true")
+        # Arrow batches to Python workers stay bounded by maxRecordsPerBatch (10,000 rows);
+        # a byte limit makes Spark size the whole batch again after every row it adds
+        .config("spark.sql.execution.arrow.maxBytesPerBatch", str(2**31 - 1))
+        # the job caches only its small digest: compressing it costs more than it saves
+        .config("spark.sql.inMemoryColumnarStorage.compressed", "false")
     )
     if shuffle_partitions is None and master.startswith("local"):
         shuffle_partitions = 8  # the tables are small next to the scan: few, fast tasks

@@ -4,8 +4,11 @@
     df = spark.read.format("coordinator-log").load("/path/to/log.dirs")
 
 One row per stored record (see :mod:`pipeline.schema`), one Spark input partition per segment
-file, decoded by ``storage``'s own record code and yielded as Arrow RecordBatches. Several
-stores: ``.option("paths", json.dumps([dir1, dir2]))`` instead of a path.
+file, yielded as Arrow RecordBatches: the records are framed with numpy
+(:mod:`pipeline.frames`), offset commits decoded in bulk (:mod:`pipeline.commits`), the other
+records by ``storage``'s own record code. Several stores: ``.option("paths",
+json.dumps([dir1, dir2]))`` instead of a path. ``.option("view", "digest")`` reads what the
+report job needs instead (:mod:`pipeline.digest`).
 """
 
 from __future__ import annotations
@@ -20,9 +23,14 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
+from pipeline.digest import DIGEST_SCHEMA
 from pipeline.schema import ARROW_SCHEMA
 
 NAME = "coordinator-log"
+RECORDS, DIGEST = "records", "digest"
+VIEWS = {RECORDS: ARROW_SCHEMA, DIGEST: DIGEST_SCHEMA}
+CHUNK_RECORDS = 65_536
+"""Records framed and decoded at a time (whole batches): bounds a task's memory."""
 
 
 class SegmentPartition(InputPartition):
@@ -37,10 +45,17 @@ class CoordinatorLogDataSource(DataSource):
         return NAME
 
     def schema(self) -> StructType:
-        return from_arrow_schema(ARROW_SCHEMA)
+        return from_arrow_schema(VIEWS[_view(self.options)])
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return CoordinatorLogReader(_stores(self.options))
+        return CoordinatorLogReader(_stores(self.options), _view(self.options))
+
+
+def _view(options: Mapping[str, str]) -> str:
+    view = options.get("view", RECORDS)
+    if view not in VIEWS:
+        raise ValueError(f"option view: one of {', '.join(VIEWS)}, not {view!r}")
+    return view
 
 
 def _stores(options: Mapping[str, str]) -> list[str]:
@@ -55,8 +70,9 @@ def _stores(options: Mapping[str, str]) -> list[str]:
 
 
 class CoordinatorLogReader(DataSourceReader):
-    def __init__(self, stores: list[str]) -> None:
+    def __init__(self, stores: list[str], view: str = RECORDS) -> None:
         self.stores = stores
+        self.view = view
 
     def partitions(self) -> list[InputPartition]:
         from pipeline.segments import list_segments, store_label
@@ -70,12 +86,21 @@ class CoordinatorLogReader(DataSourceReader):
         return parts or [SegmentPartition({})]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        from pipeline.rows import record_batches
-        from pipeline.segments import Segment, read_segment
+        from pipeline.frames import segment_frames
+        from pipeline.segments import Segment
 
         info = partition.value
         if not info:
             return
-        segment = Segment(**info)
-        yield from record_batches(segment.store, segment.log, segment.partition,
-                                  read_segment(segment))
+        seg = Segment(**info)
+        chunks = segment_frames(seg.path, seg.partition, seg.base_offset, seg.last,
+                                CHUNK_RECORDS)
+        if self.view == DIGEST:
+            from pipeline.digest import digest_batches
+
+            yield from digest_batches(seg.store, seg.log, seg.partition, chunks)
+            return
+        from pipeline.rows import frame_batches
+
+        for frames in chunks:
+            yield from frame_batches(seg.store, seg.log, seg.partition, frames)

@@ -1,118 +1,123 @@
-"""The analytics tables, as Spark DataFrames over the ``coordinator-log`` rows.
+"""The analytics tables, as Spark DataFrames over the ``coordinator-log`` source's ``digest``
+view (:mod:`pipeline.digest`).
 
 Group tables replay each group's records in log order (:mod:`pipeline.replay`) with
-``groupBy(store, group_id).applyInArrow``; the offset tables are Spark SQL aggregations.
+``groupBy(store, group_id).applyInArrow``, once for all four of them; the offset tables merge
+the per-segment partial aggregates of the digest with Spark SQL.
 """
 
 from __future__ import annotations
-
-from collections.abc import Callable
 
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from pipeline.outputs import GROUP_TABLES
+from pipeline.digest import GROUP, GROUP_COLUMNS, MINUTE, OFFSETS, SEGMENT, TXN
+from pipeline.outputs import GROUP_TABLES, GROUP_TABLES_UNION, union_table
 from pipeline.replay import replay_group
 
-GROUP_RECORD_TYPES = (
-    "GroupMetadata",
-    "ConsumerGroupMetadata",
-    "ConsumerGroupMemberMetadata",
-    "ConsumerGroupTargetAssignmentMetadata",
-    "ConsumerGroupTargetAssignmentMember",
-    "ConsumerGroupCurrentMemberAssignment",
-    "ShareGroupMetadata",
-    "ShareGroupMemberMetadata",
-    "ShareGroupTargetAssignmentMetadata",
-    "ShareGroupTargetAssignmentMember",
-    "ShareGroupCurrentMemberAssignment",
-    "StreamsGroupMetadata",
-    "StreamsGroupMemberMetadata",
-    "StreamsGroupTargetAssignmentMetadata",
-    "StreamsGroupTargetAssignmentMember",
-    "StreamsGroupCurrentMemberAssignment",
-    "StreamsGroupTopology",
-)
-GROUP_COLUMNS = ("store", "group_id", "partition", "offset", "timestamp", "type", "tombstone",
-                 "member_id", "epoch", "member_state", "assignment_timestamp", "partitions",
-                 "subscribed_topics", "protocol_type", "classic_members", "active_tasks",
-                 "standby_tasks")
 TABLE_NAMES = ("assignment_runs", "member_timeline", "rebalances", "offset_commits",
                "offset_expiration", "group_summary")
 DEFAULT_RETENTION_MINUTES = 10080  # Kafka's offsets.retention.minutes
 
 
-def group_records(records: DataFrame) -> DataFrame:
+def group_records(digest: DataFrame) -> DataFrame:
     """The group records (no offset commits), only the columns the replay reads."""
-    return (records.where(F.col("type").isin(*GROUP_RECORD_TYPES))
-            .select(*GROUP_COLUMNS))
+    return digest.where(F.col("kind") == GROUP).select(*GROUP_COLUMNS)
 
 
-def _replayer(kind: str) -> Callable[[pa.Table], pa.Table]:
-    schema = GROUP_TABLES[kind]
-
-    def run(table: pa.Table) -> pa.Table:
-        table = table.sort_by([("partition", "ascending"), ("offset", "ascending")])
-        rows = table.to_pylist()
-        if not rows:
-            return schema.empty_table()
-        out = replay_group(rows[0]["store"], rows[0]["group_id"], rows)
-        return pa.Table.from_pylist(getattr(out, kind), schema=schema)
-
-    return run
+def _replay_all(table: pa.Table) -> pa.Table:
+    table = table.sort_by([("partition", "ascending"), ("offset", "ascending")])
+    rows = table.to_pylist()
+    if not rows:
+        return GROUP_TABLES_UNION.empty_table()
+    out = replay_group(rows[0]["store"], rows[0]["group_id"], rows)
+    return union_table({kind: getattr(out, kind) for kind in GROUP_TABLES})
 
 
-def group_table(groups: DataFrame, kind: str) -> DataFrame:
-    """``runs``, ``timeline``, ``rebalances`` or ``state`` of every group."""
-    schema = from_arrow_schema(GROUP_TABLES[kind])
-    return groups.groupBy("store", "group_id").applyInArrow(_replayer(kind), schema)
+def group_tables(groups: DataFrame) -> DataFrame:
+    """``runs``, ``timeline``, ``rebalances`` and ``state`` of every group, from one replay of
+    each group, in one DataFrame (:data:`pipeline.outputs.GROUP_TABLES_UNION`)."""
+    return groups.groupBy("store", "group_id").applyInArrow(
+        _replay_all, from_arrow_schema(GROUP_TABLES_UNION))
 
 
-def offset_commits(records: DataFrame) -> DataFrame:
-    """Per group, topic and partition: commits, first/last commit, rate, last offset, and
-    whether the offset was removed (its last record a tombstone)."""
-    commits = records.where(F.col("type") == "OffsetCommit")
+def group_table(tables: DataFrame, kind: str) -> DataFrame:
+    """One of :func:`group_tables`' tables: ``runs``, ``timeline``, ``rebalances`` or
+    ``state``."""
+    return (tables.where(F.col("table") == kind)
+            .select(*(f.name for f in GROUP_TABLES[kind])))
+
+
+def record_count(digest: DataFrame) -> int:
+    """How many records the stores hold."""
+    total = digest.where(F.col("kind") == SEGMENT).agg(F.sum("records")).first()
+    return int(total[0] or 0) if total is not None else 0
+
+
+def store_ends(digest: DataFrame) -> DataFrame:
+    """Each store's last record time (``as_of_ms``)."""
+    return (digest.where(F.col("kind") == SEGMENT).groupBy("store")
+            .agg(F.max("timestamp").alias("as_of_ms")))
+
+
+def offset_commits(digest: DataFrame) -> DataFrame:
+    """Per group, topic and partition: commits, first/last commit, rate, last offset, whether
+    the offset was removed (its last record a tombstone), and the offsets sent inside
+    transactions (``transactional_offsets``, committed or aborted; ``transactional``: any)."""
+    partial = digest.where(F.col("kind") == OFFSETS)
     keyed = ["store", "group_id", "commit_topic", "commit_partition"]
-    live = ~F.col("tombstone")
-    out = commits.groupBy(*keyed).agg(
-        F.count(F.when(live, True)).alias("commits"),
-        F.min("commit_timestamp").alias("first_commit_ms"),
-        F.max("commit_timestamp").alias("last_commit_ms"),
-        F.max_by("commit_offset", F.when(live, F.col("offset"))).alias("last_offset"),
+    sent_in_transactions = (digest.where(F.col("kind") == TXN).groupBy(*keyed)
+                            .agg(F.sum("commits").alias("transactional_offsets")))
+    out = partial.groupBy(*keyed).agg(
+        F.sum("commits").alias("commits"),
+        F.min("first_commit_ms").alias("first_commit_ms"),
+        F.max("last_commit_ms").alias("last_commit_ms"),
+        F.max_by("commit_offset", "live_offset").alias("last_offset"),
         F.max_by("tombstone", "offset").alias("removed"),
         F.max_by("timestamp", "offset").alias("last_record_ms"),
     )
+    return with_transactional_offsets(_commit_columns(out), sent_in_transactions)
+
+
+def _commit_columns(out: DataFrame) -> DataFrame:
     span_min = (F.col("last_commit_ms") - F.col("first_commit_ms")) / 60_000.0
     return (out.withColumn("commits_per_min",
                            F.when(span_min > 0, F.col("commits") / span_min))
             .withColumn("removed_ms", F.when(F.col("removed"), F.col("last_record_ms")))
-            .drop("last_record_ms")
+            .drop("last_record_ms"))
+
+
+def with_transactional_offsets(commits: DataFrame, sent: DataFrame) -> DataFrame:
+    """``commits`` (keyed by store, group, commit topic and partition) with the offsets sent
+    inside transactions per key (``sent``), and the key columns' table names."""
+    keyed = ["store", "group_id", "commit_topic", "commit_partition"]
+    return (commits.join(sent, keyed, "left")
+            .withColumn("transactional_offsets",
+                        F.coalesce(F.col("transactional_offsets"), F.lit(0)).cast("long"))
+            .withColumn("transactional", F.col("transactional_offsets") > 0)
             .withColumnRenamed("commit_topic", "topic")
             .withColumnRenamed("commit_partition", "topic_partition"))
 
 
-def commits_per_minute(records: DataFrame) -> DataFrame:
+def commits_per_minute(digest: DataFrame) -> DataFrame:
     """Commits per group per minute (for the report's plot)."""
-    commits = records.where((F.col("type") == "OffsetCommit") & ~F.col("tombstone"))
-    return (commits.groupBy("store", "group_id",
-                            (F.floor(F.col("commit_timestamp") / 60_000) * 60_000)
-                            .alias("minute_ms"))
-            .count())
+    return (digest.where(F.col("kind") == MINUTE)
+            .groupBy("store", "group_id", "minute_ms")
+            .agg(F.sum("commits").alias("count")))
 
 
-def offset_expiration(commits: DataFrame, state: DataFrame, records: DataFrame,
+def offset_expiration(commits: DataFrame, state: DataFrame, as_of: DataFrame,
                       retention_minutes: int = DEFAULT_RETENTION_MINUTES) -> DataFrame:
     """When each committed offset expires under the rules in force, and which expired.
 
     KIP-211: an Empty classic group's offsets all expire ``offsets.retention.minutes`` after it
     became Empty; a live classic group's never do (nor, for consumer-protocol classic and
     consumer groups, those of topics it subscribes to); the others expire that long after their
-    commit. ``as_of_ms`` is the store's last record time.
+    commit. ``as_of_ms`` is the store's last record time (``as_of``: :func:`store_ends`).
     """
     retention_ms = retention_minutes * 60_000
-    as_of = records.groupBy("store").agg(F.max("timestamp").alias("as_of_ms"))
     st = state.select(
         "store", "group_id", F.col("group_type"), F.col("state").alias("group_state"),
         F.col("state_timestamp").alias("group_state_ms"), "subscribed_topics",

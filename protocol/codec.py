@@ -21,6 +21,7 @@ from .header import (
     skip_tagged_fields,
 )
 from .schemas import Schema, schema
+from .tagged import without_unknown_tags
 
 _SIZE = struct.Struct(">i")
 _SIZE_PLACEHOLDER = b"\x00\x00\x00\x00"
@@ -53,7 +54,16 @@ def decode_body(found: Schema, frame: bytes | memoryview, offset: int) -> Any:
     try:
         body, size = found.read_request(frame, offset)
     except Exception as exc:  # the native reader raises several types on bad input
-        raise MalformedFrame(f"undecodable {found.request_type.__name__}: {exc}") from exc
+        # kio refuses tags it does not know; Kafka skips them: read a copy without them
+        stripped = without_unknown_tags(found.request_type, frame, offset)
+        if stripped is None:
+            raise MalformedFrame(f"undecodable {found.request_type.__name__}: {exc}") from exc
+        try:
+            body, size = found.read_request(stripped, offset)
+        except Exception as again:
+            raise MalformedFrame(
+                f"undecodable {found.request_type.__name__}: {again}") from again
+        frame = stripped
     if offset + size > len(frame):
         raise MalformedFrame(f"{found.request_type.__name__} runs past the end of the frame")
     # Like Kafka, bytes after the body are ignored: librdkafka's Metadata v13 carries some.

@@ -39,6 +39,9 @@ from kio.serial.errors import OutOfBoundValue
 from kio.static.constants import uuid_zero
 from kio.static.protocol import Entity
 
+from .header import uvarint as _uvarint_bytes
+from .header import write_uvarint as _write_uvarint
+
 __all__ = ["BufferWriter", "compile_writer", "encode", "is_compiled", "stream_writer", "write"]
 
 BufferWriter = Callable[[bytearray, Any], None]
@@ -52,20 +55,6 @@ _INLINE_DEPTH = 3
 
 class Unsupported(Exception):
     """A field kind the compiler does not handle; the class falls back to kio's writer."""
-
-
-def _uvarint_bytes(value: int) -> bytes:
-    out = bytearray()
-    _write_uvarint(out, value)
-    return bytes(out)
-
-
-def _write_uvarint(buf: bytearray, value: int) -> None:
-    """Unsigned varint, as kio writes it (7-bit groups, least significant first)."""
-    while value > 0x7F:
-        buf.append((value & 0x7F) | 0x80)
-        value >>= 7
-    buf.append(value)
 
 
 def _legacy_string_too_long(length: int) -> OutOfBoundValue:

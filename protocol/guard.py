@@ -19,17 +19,19 @@ Checks, all against the bytes left in the frame at that point:
   and a known tag's field must take exactly the size it declares;
 * string and bytes lengths: the position moves past them and any read after that, and the
   final position, are bounds-checked (nothing is allocated on the way, so the check can wait);
-* varints longer than 5 bytes, negative lengths other than -1 (null) are refused, as kio does.
+* varints longer than 5 bytes, negative lengths other than -1 (null) are refused, as kio does;
+  so is null for an array that is not nullable (kio would read None, Kafka refuses it).
 
 Unknown tags are skipped by their size, as Kafka's protocol says (kio 0.6.5 itself refuses them
-with a KeyError, which the codec turns into ``MalformedFrame``).
+with a KeyError: the codec then reads a copy without them, ``tagged.py``).
 """
 
 from __future__ import annotations
 
 import struct
 from dataclasses import Field, fields
-from typing import Any
+from types import NoneType, UnionType
+from typing import Any, Union, get_args, get_origin
 
 from kio.serial._introspect import (
     EntityField,
@@ -44,7 +46,7 @@ from kio.static.protocol import Entity
 
 from .errors import MalformedFrame
 
-__all__ = ["body_end", "check_lengths", "walker_source"]
+__all__ = ["FIXED_WIDTHS", "body_end", "check_lengths", "kafka_type", "walker_source"]
 
 # Widths of the fixed-width kafka types, as kio's writers and readers use them.
 _FIXED = {
@@ -65,6 +67,8 @@ _FIXED = {
     "uuid": 16,
 }
 _VARIABLE = frozenset({"string", "bytes", "records"})
+FIXED_WIDTHS = _FIXED
+"""Bytes each fixed-width kafka type takes on the wire."""
 
 Walker = Any  # (buf, pos, end) -> pos
 
@@ -91,7 +95,14 @@ def _bad(what: str) -> MalformedFrame:
     return MalformedFrame(what)
 
 
-def _kafka_type(field: Field[Any]) -> str:
+def _nullable_array(field: Field[Any]) -> bool:
+    """Whether an array field may be null (``tuple[...] | None``; ``is_optional`` answers for
+    its elements)."""
+    return get_origin(field.type) in (UnionType, Union) and NoneType in get_args(field.type)
+
+
+def kafka_type(field: Field[Any]) -> str:
+    """A field's Kafka type, as kio's metadata names it ("?" when it has none)."""
     value = field.metadata.get("kafka_type")
     return value if isinstance(value, str) else "?"
 
@@ -104,7 +115,7 @@ def _fixed_struct_size(cls: type[Entity], path: frozenset[type] = frozenset()) -
     for field in fields(cls):
         kind = classify_field(field)
         if isinstance(kind, PrimitiveField):
-            width = _FIXED.get(_kafka_type(field))
+            width = _FIXED.get(kafka_type(field))
             if width is None:
                 return None
             total += width
@@ -133,7 +144,7 @@ def _min_struct_size(cls: type[Entity], path: frozenset[type] = frozenset()) -> 
         elif isinstance(kind, EntityField):
             total += 1 if is_optional(field) else _min_struct_size(kind.type_, path | {cls})
         else:
-            total += _min_primitive_size(_kafka_type(field), flexible)
+            total += _min_primitive_size(kafka_type(field), flexible)
     return total
 
 
@@ -277,7 +288,7 @@ class _Gen:
     def fixed_width(self, field: Field[Any], flexible: bool, tagged: bool) -> int | None:
         kind = classify_field(field)
         if isinstance(kind, PrimitiveField):
-            return _FIXED.get(_kafka_type(field))
+            return _FIXED.get(kafka_type(field))
         if isinstance(kind, EntityField) and not is_optional(field):
             return _fixed_struct_size(kind.type_)
         return None
@@ -296,7 +307,7 @@ class _Gen:
         what = f"{cls.__qualname__}.{field.name}"
         kind = classify_field(field)
         if isinstance(kind, PrimitiveField):
-            self.primitive(_kafka_type(field), flexible, indent, what)
+            self.primitive(kafka_type(field), flexible, indent, what)
         elif isinstance(kind, EntityField):
             if is_optional(field):  # KIP-893: an int8 marker, -1 for null
                 marker = self.name("m")
@@ -312,10 +323,12 @@ class _Gen:
                 self.struct(kind.type_, indent, path)
         elif isinstance(kind, PrimitiveTupleField):
             self.array(
-                flexible, indent, what, item_type=_kafka_type(field), item_cls=None, path=path
+                flexible, indent, what, item_type=kafka_type(field), item_cls=None, path=path,
+                nullable=_nullable_array(field),
             )
         elif isinstance(kind, EntityTupleField):
-            self.array(flexible, indent, what, item_type=None, item_cls=kind.type_, path=path)
+            self.array(flexible, indent, what, item_type=None, item_cls=kind.type_, path=path,
+                       nullable=_nullable_array(field))
         else:  # pragma: no cover - classify_field knows no other kind
             self.unsupported(indent, what)
 
@@ -361,10 +374,16 @@ class _Gen:
         item_type: str | None,
         item_cls: type[Entity] | None,
         path: tuple[type, ...],
+        nullable: bool = True,
     ) -> None:
         n = self.name("n")
+        # Kafka: "non-nullable field ... was serialized as null" (kio would read None)
+        null = what + ": null for a non-nullable array"
         if flexible:  # compact: uvarint count + 1, 0 for null
             self.uvarint(indent, n)
+            if not nullable:
+                self.emit(indent, f"if not {n}:")
+                self.emit(indent + 1, f"raise _bad({null!r})")
             self.emit(indent, f"if {n} > 1:")
             self.emit(indent + 1, f"{n} -= 1")
         else:  # int32 count, -1 for null
@@ -405,7 +424,7 @@ class _Gen:
                 self.primitive(item_type, flexible, body + 1, what)
             self.flush(body + 1)
         if not flexible:
-            self.emit(indent, f"elif {n} < -1:")
+            self.emit(indent, f"elif {n} < {-1 if nullable else 0}:")
             self.emit(body, f"raise _bad({what + ': negative array length'!r})")
 
     def source(self) -> str:

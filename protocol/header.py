@@ -34,6 +34,21 @@ def peek_fixed(frame: bytes | memoryview) -> tuple[int, int, int]:
     return _FIXED.unpack_from(frame, 0)
 
 
+def write_uvarint(out: bytearray, value: int) -> None:
+    """Unsigned varint, as kio writes it (7-bit groups, least significant first)."""
+    while value > 0x7F:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+
+
+def uvarint(value: int) -> bytes:
+    """``value`` as an unsigned varint."""
+    out = bytearray()
+    write_uvarint(out, value)
+    return bytes(out)
+
+
 def read_uvarint(buf: bytes | memoryview, offset: int) -> tuple[int, int]:
     """Unsigned varint at ``offset``: (value, next offset)."""
     value = 0

@@ -9,6 +9,10 @@ it is kept unless such a record exists. The work is done on a snapshot of
 the closed segments (immutable files) without the log's lock; only the final file swap takes
 it, for a few renames.
 
+Snapshots (``storage.snapshot``): a tombstone at or past the end offset of the oldest snapshot of
+the partition is kept whatever its age, since that snapshot may hold an older record of its key
+which, loaded with the log after it, only the tombstone supersedes.
+
 Crash safety: the output is written to ``<base>.log.cleaned`` and fsynced; renaming it to
 ``<base>.log.<end>.swap`` is the commit point; the old segments of ``[base, end)`` are then
 removed and the swap file renamed to ``<base>.log``. On open, ``.cleaned`` files are deleted
@@ -29,6 +33,7 @@ from storage.framing import HEADER, HEADER_SIZE, RECORD, RECORD_SIZE, encode_bat
 from storage.log import PartitionLog, SegmentInfo
 from storage.records.registry import DELTA_KEY_PREFIXES
 from storage.segment import cleaned_name, fsync_dir, segment_name, swap_name
+from storage.snapshot import oldest_snapshot_end
 
 log = structlog.get_logger()
 
@@ -102,6 +107,9 @@ def compact(
         if not snapshot:
             return CompactionResult(0, 0, 0, 0, 0, 0, 0, 0.0)
         contents = [_batches(Path(s.path).read_bytes()) for s in snapshot]
+        # a snapshot may hold an older record of a tombstone's key: the tombstone stays
+        protected = oldest_snapshot_end(plog.directory)
+        keep_tombstones_from = _NEVER if protected is None else protected
 
         latest: dict[bytes, int] = {}
         records_before = 0
@@ -127,7 +135,7 @@ def compact(
                 else:
                     kept = [r for r in batch.records if latest[r[1]] == r[0]]
                 if batch.timestamp + tombstone_retention_ms <= now:
-                    live = [r for r in kept if r[2] is not None]
+                    live = [r for r in kept if r[2] is not None or r[0] >= keep_tombstones_from]
                     tombstones_dropped += len(kept) - len(live)
                     kept = live
                 if len(kept) != len(batch.records):

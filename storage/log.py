@@ -24,7 +24,16 @@ import structlog
 
 from storage.budget import SizeBudget
 from storage.errors import CorruptLogError, LogFailedError
-from storage.framing import HEADER, HEADER_SIZE, RECORD, RECORD_SIZE, Record, encode_batch
+from storage.framing import (
+    HEADER,
+    HEADER_SIZE,
+    RECORD,
+    RECORD_SIZE,
+    BatchInfo,
+    Record,
+    check_batch,
+    encode_batch,
+)
 from storage.segment import (
     ActiveSegment,
     finish_plan,
@@ -52,6 +61,17 @@ class SegmentInfo:
     base_offset: int
     path: Path
     size: int
+
+
+@dataclass(frozen=True, slots=True)
+class RecoveryPoint:
+    """Where the log was durable and whole when a snapshot was taken: the segment, the byte
+    position in it and the offset of the batch there (the snapshot's end when none was). An
+    open given it trusts what lies before (as Kafka's recovery point) and scans from there."""
+
+    segment: int
+    position: int
+    offset: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +118,10 @@ class PartitionLog:
         self._unwritten: list[bytes] = []
         self._unwritten_bytes = 0
         self._write_lock = threading.Lock()  # one writer of the active segment at a time
+        self.recovery_point: RecoveryPoint | None = None
+        """A position below which every record's offset is below its offset (a snapshot's
+        recovery point that held at open, or the newest snapshot's): reads from that offset
+        on start there (:meth:`segment_buffers`)."""
 
     # ------------------------------------------------------------------ opening / recovery
 
@@ -111,12 +135,16 @@ class PartitionLog:
         budget: SizeBudget | None = None,
         topic: str = TOPIC,
         defer_writes: bool = False,
+        recovery_point: RecoveryPoint | None = None,
     ) -> PartitionLog:
         """Open (creating if needed) ``<log_dir>/__consumer_offsets-<partition>`` and recover it.
 
         A torn or corrupt tail of the newest segment is truncated at the last whole batch (and
         logged); any other damage raises :class:`CorruptLogError`. With ``defer_writes`` appended
-        batches reach the file in :meth:`flush` (see the module's docstring).
+        batches reach the file in :meth:`flush` (see the module's docstring). With a
+        ``recovery_point`` (a snapshot's) the bytes before it are trusted, not read: segments
+        before its segment are taken as they are, its segment is scanned from its position, and
+        if the batch there is not the one it names, the whole log is scanned after all.
         """
         if segment_bytes <= 0:
             raise ValueError("segment_bytes must be positive")
@@ -129,6 +157,9 @@ class PartitionLog:
 
         closed: list[SegmentInfo] = []
         items = list(plan.segments.items())
+        if recovery_point is not None and recovery_point.segment not in plan.segments:
+            recovery_point = None
+        held: RecoveryPoint | None = None
         expected = 0
         truncated = 0
         reason: str | None = None
@@ -140,31 +171,52 @@ class PartitionLog:
                 raise CorruptLogError(
                     partition, str(path), 0, f"segment base {base} overlaps offsets < {expected}"
                 )
-            buf = path.read_bytes()
-            result = scan(buf, base)
+            if recovery_point is not None and base < recovery_point.segment:
+                size = path.stat().st_size  # trusted: fsynced before the snapshot was taken
+                expected = max(expected, base)
+                total += size
+                closed.append(SegmentInfo(base, path, size))
+                continue
+            shift = 0  # the bytes of the segment before buf (trusted: not read)
+            if recovery_point is not None and base == recovery_point.segment:
+                shift = recovery_point.position
+                buf = _read_from(path, shift)
+                if buf is None or not _recovery_point_holds(buf, recovery_point):
+                    log.warning("recovery_point_ignored", partition=partition, segment=str(path),
+                                position=shift,
+                                reason="the batch it names is not there; scanning the log")
+                    return cls.open(log_dir, partition, segment_bytes, budget=budget,
+                                    topic=topic, defer_writes=defer_writes)
+                result = scan(buf, recovery_point.offset)
+                expected = max(expected, recovery_point.offset)
+                held = recovery_point
+            else:
+                buf = path.read_bytes()
+                result = scan(buf, base)
+            valid_end = shift + result.valid_end
             if result.error is not None:
                 if not is_last or result.more_valid_data:
-                    raise CorruptLogError(partition, str(path), result.valid_end, result.error)
+                    raise CorruptLogError(partition, str(path), valid_end, result.error)
                 truncated = result.file_size - result.valid_end
                 reason = result.error
                 log.warning(
                     "log_tail_truncated",
                     partition=partition,
                     segment=str(path),
-                    position=result.valid_end,
+                    position=valid_end,
                     bytes_dropped=truncated,
                     reason=result.error,
                 )
-                os.truncate(path, result.valid_end)
+                os.truncate(path, valid_end)
             if result.last_offset is not None:
                 expected = result.last_offset + 1
             else:
                 expected = max(expected, base)
-            total += result.valid_end
+            total += valid_end
             if is_last:
-                last_base, last_size = base, result.valid_end
+                last_base, last_size = base, valid_end
             else:
-                closed.append(SegmentInfo(base, path, result.valid_end))
+                closed.append(SegmentInfo(base, path, valid_end))
         if not items:
             last_base, last_size = 0, 0
         active = ActiveSegment(last_base, directory / segment_name(last_base), last_size)
@@ -173,8 +225,10 @@ class PartitionLog:
         budget.add(total)
         elapsed_ms = (time.perf_counter() - started) * 1000
         recovery = RecoveryInfo(elapsed_ms, len(items) or 1, total, truncated, reason)
-        return cls(partition, directory, segment_bytes, budget, closed, active, expected, recovery,
+        plog = cls(partition, directory, segment_bytes, budget, closed, active, expected, recovery,
                    defer_writes)
+        plog.recovery_point = held
+        return plog
 
     # ------------------------------------------------------------------ writing
 
@@ -318,12 +372,47 @@ class PartitionLog:
             active = SegmentInfo(self._active.base_offset, self._active.path, self._active.size)
             return [*self._closed, active]
 
+    def segment_buffers(self, from_offset: int = 0) -> Iterator[tuple[SegmentInfo, bytes, int]]:
+        """(segment, bytes, start): the bytes from byte ``start`` on of every segment that may
+        hold records with offset >= ``from_offset``, as present when the call is made (whole,
+        validated batches), oldest first. They start at the :attr:`recovery_point` if
+        ``from_offset`` is at or past it (the bytes before hold lower offsets only), else at
+        0. The segments are opened at once, as :meth:`read` does."""
+        point = self.recovery_point
+        handles = self._open_from(from_offset)
+        if point is None or from_offset < point.offset:
+            return ((seg, buf, 0) for seg, buf in self._buffers(handles))
+        return self._buffers_from(handles, point)
+
+    def _buffers_from(self, handles: list[tuple[SegmentInfo, int]], point: RecoveryPoint
+                      ) -> Iterator[tuple[SegmentInfo, bytes, int]]:
+        at = next((i for i, (seg, _) in enumerate(handles)
+                   if seg.base_offset == point.segment and point.position <= seg.size), None)
+        buf = b""
+        if at is not None:
+            seg, fd = handles[at]
+            buf = _read_fd(fd, seg.size, point.position)
+            if buf:
+                info = check_batch(buf, 0, len(buf))
+                if not isinstance(info, BatchInfo) or info.base_offset != point.offset:
+                    at = None  # not a batch boundary any more (compacted meanwhile)
+        if at is None:
+            yield from ((seg, data, 0) for seg, data in self._buffers(handles))
+            return
+        for _, fd in handles[:at + 1]:
+            os.close(fd)
+        yield handles[at][0], buf, point.position
+        yield from ((seg, data, 0) for seg, data in self._buffers(handles[at + 1:]))
+
     def read(self, from_offset: int = 0) -> Iterator[LogRecord]:
         """Every record with offset >= ``from_offset`` present when the call is made, in order.
 
         The segments are opened at once, so a compaction swapping files meanwhile does not
         disturb an iteration in progress.
         """
+        return self._iter(self._open_from(from_offset), from_offset)
+
+    def _open_from(self, from_offset: int) -> list[tuple[SegmentInfo, int]]:
         with self._lock:
             segs = self.segments()
             bases = [s.base_offset for s in segs]
@@ -336,21 +425,26 @@ class PartitionLog:
                 for _, fd in handles:
                     os.close(fd)
                 raise
-        return self._iter(handles, from_offset)
+        return handles
 
-    def _iter(
-        self, handles: list[tuple[SegmentInfo, int]], from_offset: int
-    ) -> Iterator[LogRecord]:
+    @staticmethod
+    def _buffers(handles: list[tuple[SegmentInfo, int]]) -> Iterator[tuple[SegmentInfo, bytes]]:
         try:
             for i, (seg, fd) in enumerate(handles):
                 buf = _read_fd(fd, seg.size)
                 os.close(fd)
                 handles[i] = (seg, -1)
-                yield from iter_segment_records(self.partition, seg, buf, from_offset)
+                yield seg, buf
         finally:
             for _, fd in handles:
                 if fd >= 0:
                     os.close(fd)
+
+    def _iter(
+        self, handles: list[tuple[SegmentInfo, int]], from_offset: int
+    ) -> Iterator[LogRecord]:
+        for seg, buf in self._buffers(handles):
+            yield from iter_segment_records(self.partition, seg, buf, from_offset)
 
     # ------------------------------------------------------------------ compaction support
 
@@ -361,6 +455,8 @@ class PartitionLog:
     def replace_segments(self, replaced: list[SegmentInfo], new: SegmentInfo | None) -> None:
         """Swap bookkeeping after compaction renamed files (called with the lock held)."""
         bases = {s.base_offset for s in replaced}
+        if self.recovery_point is not None and self.recovery_point.segment in bases:
+            self.recovery_point = None  # its positions are not this file's
         kept = [s for s in self._closed if s.base_offset not in bases]
         if new is not None:
             kept.append(new)
@@ -390,9 +486,27 @@ class PartitionLog:
         self.close()
 
 
-def _read_fd(fd: int, size: int) -> bytes:
+def _read_from(path: Path, position: int) -> bytes | None:
+    """The bytes of a file from ``position``; None if it is shorter than that."""
+    with open(path, "rb") as f:
+        if position > os.fstat(f.fileno()).st_size:
+            return None
+        f.seek(position)
+        return f.read()
+
+
+def _recovery_point_holds(buf: bytes, point: RecoveryPoint) -> bool:
+    """``buf`` (a segment from the point's position on) starts with the batch the point names,
+    or is empty (nothing was appended after it)."""
+    if not buf:
+        return True
+    info = check_batch(buf, 0, len(buf))
+    return isinstance(info, BatchInfo) and info.base_offset == point.offset
+
+
+def _read_fd(fd: int, size: int, start: int = 0) -> bytes:
     chunks = []
-    pos = 0
+    pos = start
     while pos < size:
         chunk = os.pread(fd, size - pos, pos)
         if not chunk:
@@ -440,6 +554,7 @@ __all__ = [
     "LogRecord",
     "PartitionLog",
     "RecoveryInfo",
+    "RecoveryPoint",
     "SegmentInfo",
     "iter_segment_records",
     "partition_dir",

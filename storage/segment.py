@@ -104,10 +104,11 @@ class ScanResult:
         return self.batches[-1].last_offset if self.batches else None
 
 
-def scan(buf: bytes, first_offset: int) -> ScanResult:
-    """Validate every batch of a segment's bytes; offsets must start at >= ``first_offset``."""
+def scan(buf: bytes, first_offset: int, start: int = 0) -> ScanResult:
+    """Validate every batch of a segment's bytes (from byte ``start``, a batch boundary);
+    offsets must start at >= ``first_offset``."""
     end = len(buf)
-    pos = 0
+    pos = start
     batches: list[BatchInfo] = []
     expected = first_offset
     while pos < end:

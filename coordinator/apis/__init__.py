@@ -5,6 +5,8 @@ from __future__ import annotations
 from protocol import ApiKey
 
 from . import (
+    add_offsets_to_txn,
+    add_partitions_to_txn,
     alter_share_group_offsets,
     alter_user_scram_credentials,
     api_versions,
@@ -22,7 +24,9 @@ from . import (
     describe_configs,
     describe_groups,
     describe_share_group_offsets,
+    describe_transactions,
     describe_user_scram_credentials,
+    end_txn,
     fetch,
     find_coordinator,
     heartbeat,
@@ -32,6 +36,7 @@ from . import (
     leave_group,
     list_groups,
     list_offsets,
+    list_transactions,
     metadata,
     offset_commit,
     offset_delete,
@@ -45,6 +50,7 @@ from . import (
     streams_group_describe,
     streams_group_heartbeat,
     sync_group,
+    txn_offset_commit,
 )
 from .context import RequestContext
 from .registry import ApiRegistry, ApiSpec
@@ -72,6 +78,12 @@ def build_registry() -> ApiRegistry:
     registry.register(ApiKey.FETCH, 4, 16, fetch.handle)
     registry.register(ApiKey.LIST_OFFSETS, 1, 9, list_offsets.handle)
     registry.register(ApiKey.INIT_PRODUCER_ID, 0, 5, init_producer_id.handle)
+    registry.register(ApiKey.ADD_PARTITIONS_TO_TXN, 0, 3, add_partitions_to_txn.handle)
+    registry.register(ApiKey.ADD_OFFSETS_TO_TXN, 0, 4, add_offsets_to_txn.handle)
+    registry.register(ApiKey.END_TXN, 0, 4, end_txn.handle)
+    registry.register(ApiKey.TXN_OFFSET_COMMIT, 0, 4, txn_offset_commit.handle)
+    registry.register(ApiKey.DESCRIBE_TRANSACTIONS, 0, 0, describe_transactions.handle)
+    registry.register(ApiKey.LIST_TRANSACTIONS, 0, 1, list_transactions.handle)
     registry.register(ApiKey.JOIN_GROUP, 0, 9, join_group.handle)
     registry.register(ApiKey.SYNC_GROUP, 0, 5, sync_group.handle)
     registry.register(ApiKey.HEARTBEAT, 0, 4, heartbeat.handle)

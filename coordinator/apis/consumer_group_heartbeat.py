@@ -15,9 +15,11 @@ from coordinator.groups.consumer.heartbeat import (
     heartbeat,
     validate,
 )
-from coordinator.runtime import CoordinatorError
+from coordinator.groups.consumer.steady import steady_heartbeat
+from coordinator.runtime import CoordinatorError, Result
 from coordinator.security.acl import AclOperation, ResourceType
 from protocol import ErrorCode
+from protocol.encoded import EncodedBody, encode_body
 
 from .context import RequestContext
 
@@ -28,9 +30,17 @@ def _ms(value: Any) -> int:
     return int(value / _ONE_MS) if isinstance(value, datetime.timedelta) else int(value)
 
 
+_hosts: dict[str, str] = {}
+
+
 def _client_host(connection_id: str) -> str:
     # Connections are named "host:port-n"; Kafka reports InetAddress.toString(), "/host".
-    return "/" + connection_id.rsplit("-", 1)[0].rsplit(":", 1)[0]
+    host = _hosts.get(connection_id)
+    if host is None:
+        if len(_hosts) >= 10_000:
+            _hosts.clear()
+        host = _hosts[connection_id] = "/" + connection_id.rsplit("-", 1)[0].rsplit(":", 1)[0]
+    return host
 
 
 def _request(ctx: RequestContext, request: Any) -> HeartbeatRequest:
@@ -49,7 +59,51 @@ def _request(ctx: RequestContext, request: Any) -> HeartbeatRequest:
         client_id=ctx.header.client_id or "", client_host=_client_host(ctx.connection_id))
 
 
+_validated_requests: dict[tuple[int, str | None, str], tuple[Any, HeartbeatRequest]] = {}
+_VALIDATED_KEPT = 100_000
+
+
+def _validated(ctx: RequestContext, request: Any, env: ConsumerGroupEnv) -> HeartbeatRequest:
+    """The request, validated. A steady member's body is the same object each time (the
+    codec keeps repeated bodies, ``protocol.repeated``): its validated request is kept too,
+    per body, client id and connection (what the request carries besides the body)."""
+    key = (id(request), ctx.header.client_id, ctx.connection_id)
+    kept = _validated_requests.get(key)
+    if kept is not None and kept[0] is request:
+        return kept[1]
+    hb = _request(ctx, request)
+    validate(hb, env.settings.assignors)  # raises: nothing is kept
+    if ctx.version > 0 or request.member_id:  # v0 may get a new member id each time
+        if len(_validated_requests) >= _VALIDATED_KEPT:
+            _validated_requests.clear()
+        _validated_requests[key] = (request, hb)
+    return hb
+
+
+_steady_bodies: dict[tuple[int, str, int, int], EncodedBody] = {}
+_STEADY_BODIES_KEPT = 100_000
+
+
+def _steady_body(ctx: RequestContext, response: HeartbeatResponse) -> EncodedBody:
+    """The answer without an assignment, encoded once per member, epoch and interval: what a
+    steady member gets every heartbeat."""
+    key = (ctx.version, response.member_id, response.member_epoch,
+           response.heartbeat_interval_ms)
+    body = _steady_bodies.get(key)
+    if body is None:
+        if len(_steady_bodies) >= _STEADY_BODIES_KEPT:
+            _steady_bodies.clear()
+        body = _steady_bodies[key] = encode_body(ctx.schema, ctx.respond(
+            error_message=None, member_id=response.member_id,
+            member_epoch=response.member_epoch,
+            heartbeat_interval=datetime.timedelta(milliseconds=response.heartbeat_interval_ms),
+            assignment=None))
+    return body
+
+
 def _response(ctx: RequestContext, response: HeartbeatResponse) -> Any:
+    if response.assignment is None:
+        return _steady_body(ctx, response)
     assignment = None
     if response.assignment is not None:
         assignment = ctx.nested("Assignment", topic_partitions=tuple(
@@ -70,13 +124,16 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     if denied is not None:
         return _error(ctx, CoordinatorError(denied))
     try:
-        hb = _request(ctx, request)
-        validate(hb, env.settings.assignors)
+        hb = _validated(ctx, request, env)
         runtime = ctx.broker.runtime
-        answer = runtime.submit(
-            runtime.partition_for(hb.group_id), True,
-            lambda shard, now: heartbeat(shard, now, env, hb), name="ConsumerGroupHeartbeat",
-            group_id=hb.group_id)
+
+        def handler(shard: Any, now: int) -> Result:
+            # a heartbeat that changes nothing takes the fast path (``steady``)
+            steady = steady_heartbeat(shard, now, env, hb)
+            return heartbeat(shard, now, env, hb) if steady is None else steady
+
+        answer = runtime.submit(runtime.partition_for(hb.group_id), True, handler,
+                                name="ConsumerGroupHeartbeat", group_id=hb.group_id)
     except CoordinatorError as exc:
         return _error(ctx, exc)
     if answer.done():

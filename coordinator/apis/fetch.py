@@ -4,7 +4,8 @@ A fetch with less than ``min_bytes`` waits up to ``max_wait_ms`` and is woken by
 ``max_bytes`` bounds the response and ``partition_max_bytes`` each partition; the first batch
 found is returned whole even if it is larger (KIP-74). Sessions (KIP-227) are not kept: every
 fetch is answered as a full, sessionless one with session id 0, which clients treat as "the
-broker has no session for you" and keep sending full fetches.
+broker has no session for you" and keep sending full fetches. A read_committed fetch (isolation
+level 1) gets batches below the last stable offset only, and the aborted transactions in them.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from .context import RequestContext
 INVALID_SESSION_ID = 0
 _WAITS = (ErrorCode.none, ErrorCode.topic_authorization_failed)
 FINAL_EPOCH = -1
+READ_UNCOMMITTED, READ_COMMITTED = 0, 1
 INITIAL_EPOCH = 0
 
 
@@ -85,7 +87,8 @@ def _resolve(ctx: RequestContext, logs: TopicLogs, request: Any,
     return wanted
 
 
-def _read(wanted: list[Wanted], max_bytes: int) -> tuple[list[bytes], int]:
+def _read(wanted: list[Wanted], max_bytes: int, committed: bool = False
+          ) -> tuple[list[bytes], int]:
     remaining = max_bytes
     first = True
     out: list[bytes] = []
@@ -93,7 +96,8 @@ def _read(wanted: list[Wanted], max_bytes: int) -> tuple[list[bytes], int]:
         data = b""
         if w.error is ErrorCode.none and w.plog is not None:
             limit = min(w.partition_max_bytes, remaining)
-            data = w.plog.read(w.fetch_offset, limit, min_one=first)
+            data = w.plog.read(w.fetch_offset, limit, min_one=first,
+                               max_offset=w.plog.last_stable_offset if committed else None)
             if data:
                 first = False
                 remaining = max(0, remaining - len(data))
@@ -114,9 +118,10 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     max_wait_s = max(0.0, request.max_wait.total_seconds())
     deadline = time.monotonic() + max_wait_s
     readable = _readable(ctx, request)
+    committed = getattr(request, "isolation_level", READ_UNCOMMITTED) == READ_COMMITTED
     while True:
         wanted = _resolve(ctx, logs, request, readable)
-        records, total = _read(wanted, request.max_bytes)
+        records, total = _read(wanted, request.max_bytes, committed)
         # as Kafka: refused partitions are answered beside the others, which may still wait
         errors = any(w.error not in _WAITS for w in wanted)
         remaining = deadline - time.monotonic()
@@ -125,12 +130,26 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             break
         if not await logs.wait_for_append(remaining):
             wanted = _resolve(ctx, logs, request, readable)
-            records, total = _read(wanted, request.max_bytes)
+            records, total = _read(wanted, request.max_bytes, committed)
             break
-    return _response(ctx, wanted, records)
+    return _response(ctx, wanted, records, committed)
 
 
-def _response(ctx: RequestContext, wanted: list[Wanted], records: list[bytes]) -> Any:
+def _aborted(ctx: RequestContext, w: Wanted, data: bytes, committed: bool) -> Any:
+    """A read_committed partition's aborted transactions in the range it returns (None for
+    read_uncommitted, as Kafka)."""
+    if not committed:
+        return None
+    if w.plog is None or not data:
+        return ()
+    return tuple(ctx.nested("AbortedTransaction", producer_id=txn.producer_id,
+                            first_offset=txn.first_offset)
+                 for txn in w.plog.transactions.aborted_between(
+                     w.fetch_offset, w.plog.last_stable_offset))
+
+
+def _response(ctx: RequestContext, wanted: list[Wanted], records: list[bytes],
+              committed: bool = False) -> Any:
     topics: list[tuple[Any, list[Any]]] = []
     for w, data in zip(wanted, records, strict=True):
         if not topics or topics[-1][0] != w.topic_key:
@@ -139,8 +158,10 @@ def _response(ctx: RequestContext, wanted: list[Wanted], records: list[bytes]) -
         hw = plog.high_watermark if plog is not None else -1
         topics[-1][1].append(ctx.nested(
             "PartitionData", partition_index=w.index, error_code=w.error, high_watermark=hw,
-            last_stable_offset=hw, log_start_offset=plog.log_start_offset if plog else -1,
-            aborted_transactions=None, preferred_read_replica=-1, records=data))
+            last_stable_offset=plog.last_stable_offset if plog is not None else -1,
+            log_start_offset=plog.log_start_offset if plog else -1,
+            aborted_transactions=_aborted(ctx, w, data, committed), preferred_read_replica=-1,
+            records=data))
     key = "topic_id" if ctx.version >= 13 else "topic"
     responses = tuple(
         ctx.nested("FetchableTopicResponse", **{key: topic_key}, partitions=tuple(parts))

@@ -1,4 +1,5 @@
-"""FindCoordinator v0-v6: this node coordinates every group (and batched keys from v4)."""
+"""FindCoordinator v0-v6: this node coordinates every group and every transactional id (and
+batched keys from v4)."""
 
 from __future__ import annotations
 
@@ -30,8 +31,7 @@ def _locate(ctx: RequestContext, key: str, key_type: int) -> tuple[ErrorCode, st
         if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, key):
             return (ErrorCode.transactional_id_authorization_failed,
                     "Transactional Id authorization failed.")
-        return (ErrorCode.coordinator_not_available,
-                "This node runs no transaction coordinator.")
+        return ErrorCode.none, None
     return ErrorCode.invalid_request, f"Unknown coordinator key type {key_type}"
 
 

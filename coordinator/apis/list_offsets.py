@@ -21,10 +21,11 @@ EARLIEST_PENDING_UPLOAD = -5
 NO_TIMESTAMP = -1
 
 
-def _lookup(plog: PartitionLog, target: int) -> tuple[int, int]:
-    """(timestamp, offset) for a target timestamp; (-1, -1) when no record qualifies."""
+def _lookup(plog: PartitionLog, target: int, committed: bool = False) -> tuple[int, int]:
+    """(timestamp, offset) for a target timestamp; (-1, -1) when no record qualifies. Latest
+    is the last stable offset for read_committed (isolation level 1)."""
     if target == LATEST:
-        return NO_TIMESTAMP, plog.high_watermark
+        return NO_TIMESTAMP, plog.last_stable_offset if committed else plog.high_watermark
     if target in (EARLIEST, EARLIEST_LOCAL):
         return NO_TIMESTAMP, plog.log_start_offset
     if target == MAX_TIMESTAMP:
@@ -60,7 +61,8 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                 timestamp, offset = NO_TIMESTAMP, -1
                 code = ErrorCode.unsupported_version
             else:
-                timestamp, offset = _lookup(plog, p.timestamp)
+                timestamp, offset = _lookup(plog, p.timestamp,
+                                            getattr(request, "isolation_level", 0) == 1)
                 code = ErrorCode.none
             partitions.append(ctx.nested(
                 "ListOffsetsPartitionResponse", partition_index=p.partition_index,

@@ -7,6 +7,7 @@ auto-creation needs CREATE on the cluster or on the topic.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Awaitable
 from typing import Any
 
@@ -19,6 +20,7 @@ from protocol import ErrorCode
 from .context import RequestContext
 
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
+_NO_ID = uuid.UUID(int=0)
 LEADER_EPOCH = 0
 
 
@@ -91,6 +93,17 @@ def _unauthorized(ctx: RequestContext, request: Any, missing: list[str]) -> set[
 
 
 def handle(ctx: RequestContext, request: Any) -> Any | Awaitable[Any]:
+    if ctx.version < 12 and not _wants_all_topics(ctx, request) and any(
+            wanted.name is None or getattr(wanted, "topic_id", None) not in (None, _NO_ID)
+            for wanted in request.topics):
+        # Kafka: "Topic name can not be null for version 10" / "Topic IDs are not supported
+        # in requests for version 10" (InvalidRequestException), each topic answered with it
+        return ctx.respond(brokers=(), cluster_id=ctx.broker.cluster_id,
+                           controller_id=ctx.broker.node_id, error_code=ErrorCode.none,
+                           cluster_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+                           topics=tuple(_error_entry(ctx, wanted.name or "",
+                                                     ErrorCode.invalid_request)
+                                        for wanted in request.topics))
     missing = _missing(ctx, request)
     denied = _unauthorized(ctx, request, missing)
     errors = dict.fromkeys(denied, ErrorCode.topic_authorization_failed)

@@ -22,13 +22,20 @@ _PARTITION = ("OffsetFetchResponsePartitions", "OffsetFetchResponsePartition")
 
 
 def _fetch(shard: Any, group_id: str, wanted: Any, member_id: str | None,
-           member_epoch: int) -> Any:
+           member_epoch: int, require_stable: bool = False) -> Any:
+    """(committed offsets, the partitions with a pending transactional offset when
+    ``require_stable``: UNSTABLE_OFFSET_COMMIT for them, as Kafka)."""
     # v9: a member of a consumer group reads at its epoch (STALE_MEMBER_EPOCH otherwise).
     validator = getattr(shard.groups.get(group_id), "validate_offset_fetch", None)
     error = validator(member_id, member_epoch) if validator is not None else None
     if error is not None:
         raise CoordinatorError(error)
-    return offsets.fetch(shard.offsets, group_id, wanted)
+    found = offsets.fetch(shard.offsets, group_id, wanted)
+    unstable: set[tuple[str, int]] = set()
+    if require_stable and shard.offsets.has_pending(group_id):
+        candidates = found if wanted is None else wanted
+        unstable = {tp for tp in candidates if shard.offsets.has_pending(group_id, *tp)}
+    return found, unstable
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,8 +61,8 @@ def _wanted(ctx: RequestContext, topics: Any) -> list[_Wanted] | None:
 
 
 async def _fetch_group(ctx: RequestContext, group_id: str, requested: Any,
-                       member_id: str | None = None, member_epoch: int = -1
-                       ) -> tuple[ErrorCode, list[Any]]:
+                       member_id: str | None = None, member_epoch: int = -1,
+                       require_stable: bool = False) -> tuple[ErrorCode, list[Any]]:
     """(group error, response topics) for one group; ``requested`` None means all.
 
     As Kafka: GROUP DESCRIBE, else GROUP_AUTHORIZATION_FAILED; a requested topic the principal
@@ -78,10 +85,11 @@ async def _fetch_group(ctx: RequestContext, group_id: str, requested: Any,
         return ErrorCode.invalid_group_id, []
     runtime = ctx.broker.runtime
     try:
-        found = await runtime.read(runtime.partition_for(group_id),
-                                   lambda shard, now: _fetch(shard, group_id, wanted,
-                                                             member_id, member_epoch),
-                                   name="OffsetFetch", group_id=group_id)
+        found, unstable = await runtime.read(
+            runtime.partition_for(group_id),
+            lambda shard, now: _fetch(shard, group_id, wanted, member_id, member_epoch,
+                                      require_stable),
+            name="OffsetFetch", group_id=group_id)
     except CoordinatorError as exc:
         return exc.code, [_topic(ctx, t.name, [(p, None, exc.code) for p in t.partition_indexes],
                                  t.topic_id)
@@ -89,7 +97,9 @@ async def _fetch_group(ctx: RequestContext, group_id: str, requested: Any,
     if topics is None:
         by_topic: dict[str, list[tuple[int, offsets.CommittedOffset | None, ErrorCode]]] = {}
         for (topic, partition), committed in sorted(found.items()):
-            by_topic.setdefault(topic, []).append((partition, committed, ErrorCode.none))
+            by_topic.setdefault(topic, []).append(
+                (partition, None, ErrorCode.unstable_offset_commit)
+                if (topic, partition) in unstable else (partition, committed, ErrorCode.none))
         if ctx.broker.authorizer is not None:
             shown = ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, by_topic,
                                    log_denied=False)
@@ -102,8 +112,10 @@ async def _fetch_group(ctx: RequestContext, group_id: str, requested: Any,
                                 if (image := ids[name]) is not None]
     denied_error = ErrorCode.topic_authorization_failed
     return ErrorCode.none, [
-        _topic(ctx, t.name, [(p, found.get((t.name, p)), ErrorCode.none) if t.name is not None
-                             else (p, None, ErrorCode.unknown_topic_id)
+        _topic(ctx, t.name, [(p, None, ErrorCode.unstable_offset_commit)
+                             if (t.name, p) in unstable
+                             else (p, found.get((t.name, p)), ErrorCode.none)
+                             if t.name is not None else (p, None, ErrorCode.unknown_topic_id)
                              for p in t.partition_indexes], t.topic_id)
         for t in topics] + [
         _topic(ctx, t.name, [(p, None, denied_error) for p in t.partition_indexes], t.topic_id)
@@ -128,9 +140,11 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         for group in request.groups:
             error, topics = await _fetch_group(ctx, group.group_id, group.topics,
                                                getattr(group, "member_id", None),
-                                               getattr(group, "member_epoch", -1))
+                                               getattr(group, "member_epoch", -1),
+                                               request.require_stable)
             groups.append(ctx.nested("OffsetFetchResponseGroup", group_id=group.group_id,
                                      topics=tuple(topics), error_code=error))
         return ctx.respond(groups=tuple(groups))
-    error, topics = await _fetch_group(ctx, request.group_id, request.topics)
+    error, topics = await _fetch_group(ctx, request.group_id, request.topics,
+                                       require_stable=getattr(request, "require_stable", False))
     return ctx.respond(topics=tuple(topics), error_code=error)

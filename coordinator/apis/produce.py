@@ -9,12 +9,15 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-from coordinator import topiclog
+from coordinator import topiclog, transaction
 from coordinator.observability.logs import get_logger
 from coordinator.security.acl import AclOperation, ResourceType
 from coordinator.topiclog import AppendResult, BatchError
+from coordinator.topiclog.batch import HEADER_SIZE, read_header
+from coordinator.transaction import TransactionMetadata, TransactionState
 from protocol import ErrorCode
 
+from . import txn_common
 from .context import RequestContext
 
 log = get_logger("coordinator.apis.produce")
@@ -36,9 +39,37 @@ def _partition(ctx: RequestContext, index: int, code: ErrorCode,
         record_errors=(), error_message=message)
 
 
+def _transactional_error(txn: TransactionMetadata | ErrorCode | None, topic: str,
+                         partition: int, records: bytes) -> ErrorCode | None:
+    """Whether a transactional producer may write this batch now (Kafka's checks of the
+    producer against its transaction): its producer id and current epoch (an older epoch is a
+    fenced zombie), and the partition added to its ongoing transaction."""
+    if isinstance(txn, ErrorCode):
+        return txn
+    if len(records) < HEADER_SIZE:
+        return None  # the log refuses it with Kafka's error
+    header = read_header(records)
+    if txn is None or header.producer_id != txn.producer_id:
+        return ErrorCode.invalid_producer_id_mapping
+    if header.producer_epoch < txn.producer_epoch:
+        return ErrorCode.invalid_producer_epoch
+    if header.producer_epoch > txn.producer_epoch or txn.state is not TransactionState.ONGOING \
+            or (topic, partition) not in txn.partitions:
+        return ErrorCode.invalid_txn_state
+    return None
+
+
 async def handle(ctx: RequestContext, request: Any) -> Any:
     logs = topiclog.of(ctx.broker)
     acks = request.acks
+    txn_id = request.transactional_id
+    txn: TransactionMetadata | ErrorCode | None = None
+    if txn_id is not None:
+        if not txn_common.may_write(ctx, txn_id):
+            txn = ErrorCode.transactional_id_authorization_failed
+        else:
+            txn = await txn_common.run_on_transaction(ctx, txn_id, transaction.describe(txn_id),
+                                                      "Produce", write=False)
     answers: list[tuple[str, list[Any]]] = []
     durable: list[tuple[Any, int, list[Any], int]] = []
     appended = False
@@ -54,11 +85,6 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             if acks not in (0, 1, -1):
                 partitions.append(_partition(ctx, index, ErrorCode.invalid_required_acks))
                 continue
-            if request.transactional_id is not None:
-                partitions.append(_partition(ctx, index,
-                                             ErrorCode.transactional_id_authorization_failed,
-                                             message="Transactions are not supported"))
-                continue
             if name not in writable:
                 partitions.append(_partition(ctx, index, ErrorCode.topic_authorization_failed))
                 continue
@@ -70,8 +96,21 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             if topic is None or plog is None:
                 partitions.append(_partition(ctx, index, ErrorCode.unknown_topic_or_partition))
                 continue
+            records = bytes(data.records or b"")
+            if txn_id is None and len(records) >= HEADER_SIZE \
+                    and read_header(records).is_transactional:
+                # as Kafka: transactional records need the request's transactional id
+                partitions.append(_partition(ctx, index,
+                                             ErrorCode.transactional_id_authorization_failed))
+                continue
+            if txn_id is not None and (
+                    error := _transactional_error(txn, name, index, records)) is not None:
+                log.info("transactional produce refused", topic=name, partition=index,
+                         transactional_id=txn_id, error=error.name)
+                partitions.append(_partition(ctx, index, error))
+                continue
             try:
-                result = plog.append(bytes(data.records or b""), logs.log_config(topic),
+                result = plog.append(records, logs.log_config(topic),
                                      logs.now_ms(), allow_zstd=ctx.version >= 7)
             except BatchError as exc:
                 log.info("produce refused", topic=name, partition=index,

@@ -11,15 +11,16 @@ consumer protocol (KIP-848). Each run starts a new server; the medians are repor
 from __future__ import annotations
 
 import argparse
-import json
 import socket
-import statistics
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from coordinator.testing import ServerProcess
+
+from .server_runs import add_arguments as add_run_arguments
+from .server_runs import create_topic, medians, print_result
 
 TARGETS_MS = {"start_to_accepting_ms": 1000.0, "classic_first_assignment_ms": 300.0,
               "consumer_first_assignment_ms": 300.0}
@@ -62,20 +63,11 @@ def first_assignment_ms(bootstrap: str, group_protocol: str, group: str) -> floa
         consumer.close()
 
 
-def _create_topic(bootstrap: str) -> None:
-    from confluent_kafka.admin import AdminClient, NewTopic
-
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    for future in admin.create_topics([NewTopic(TOPIC, num_partitions=PARTITIONS,
-                                                replication_factor=1)]).values():
-        future.result(30)
-
-
 def run_once(profile: str, run: int) -> dict[str, float]:
     with tempfile.TemporaryDirectory(prefix="bench-fixture-") as tmp:
         server, start_ms = start_server(Path(tmp) / "data", profile)
         try:
-            _create_topic(server.bootstrap)
+            create_topic(server.bootstrap, TOPIC, PARTITIONS)
             return {
                 "start_to_accepting_ms": start_ms,
                 "classic_first_assignment_ms": first_assignment_ms(
@@ -90,29 +82,18 @@ def run_once(profile: str, run: int) -> dict[str, float]:
 
 def run_bench(profile: str, runs: int) -> dict[str, Any]:
     samples = [run_once(profile, run) for run in range(runs)]
-    result: dict[str, Any] = {"case": "fixture", "profile": profile, "runs": runs}
-    for key in TARGETS_MS:
-        result[key] = round(statistics.median(sample[key] for sample in samples), 1)
-    result["samples"] = {key: [round(sample[key], 1) for sample in samples] for key in TARGETS_MS}
+    result = medians("fixture", profile, samples, TARGETS_MS)
     result["targets_ms"] = TARGETS_MS
     result["within_targets"] = all(result[key] < target for key, target in TARGETS_MS.items())
     return result
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--profile", choices=("test", "serve"), default="test",
-                        help="the server's profile (serve: Kafka's defaults, to compare)")
-    parser.add_argument("--runs", type=int, default=3, help="servers started; medians reported")
-    parser.add_argument("--json", action="store_true", help="one JSON object")
+    add_run_arguments(parser, "test", "the server's profile (serve: Kafka's defaults, to compare)")
 
 
 def run(args: argparse.Namespace) -> int:
     result = run_bench(args.profile, args.runs)
-    if args.json:
-        print(json.dumps(result))
-        return 0
-    print(f"profile {result['profile']}, median of {result['runs']} runs:")
-    for key, target in TARGETS_MS.items():
-        print(f"  {key:32} {result[key]:8.1f} ms   (target < {target:.0f} ms; "
-              f"runs {result['samples'][key]})")
-    return 0
+    return print_result(result, args.json, (
+        f"  {key:32} {result[key]:8.1f} ms   (target < {target:.0f} ms; "
+        f"runs {result['samples'][key]})" for key, target in TARGETS_MS.items()))

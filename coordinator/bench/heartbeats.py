@@ -1,169 +1,39 @@
-"""``python -m coordinator bench heartbeats``: what a listener's security costs per request.
+"""``python -m coordinator bench heartbeats``: steady KIP-848 heartbeats per second, and their
+latency, on a listener of any security protocol.
 
-A closed loop over raw sockets: ``--connections`` clients, each a classic group's only member
-(JoinGroup, SyncGroup), send Heartbeat v3 one after another for ``--seconds`` on a listener of
-``--security-protocol`` (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL; the SASL ones log in first
-with ``--sasl-mechanism``). The server runs in a child process; the certificates are a
-throwaway CA's (trustme, from the dev extras). Prints heartbeats/s and their p50/p99 latency.
+``--groups`` consumer groups of ``--members`` members each heartbeat over ``--connections``
+connections (raw frames, ``heartbeat_load``), from ``--processes`` load generator processes of
+their own, so the server keeps a core to itself. Closed loop (the default): each member has
+one heartbeat in flight, so the server is the limit; open loop (``--rate``): heartbeats leave
+at that many per second whatever the answers do. The members first join and reconcile a
+topic of as many partitions as a group has members; what is measured is the steady heartbeat
+a Java consumer sends once reconciled. The server runs in a child process with Kafka's
+defaults except an assignment interval of 0 and no offload (the set-up's rebalances are
+quick; a steady heartbeat computes no target); ``--security-protocol`` (PLAINTEXT, SSL,
+SASL_PLAINTEXT, SASL_SSL; the SASL ones log in with ``--sasl-mechanism``) picks its listener,
+with a throwaway CA's certificates (trustme, from the dev extras).
+
+One JSON line per run: ``offered_per_s`` (null for closed loop), ``heartbeats_per_s``,
+``p50_ms``, ``p99_ms``, ``max_ms`` and ``server_cpu_pct`` (the server process's CPU time over
+the measured window, from /proc; 100 is one core), with the run's shape.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
-import datetime
 import json
-import ssl
-import statistics
-import struct
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-import scramp
+from coordinator.testing import ServerProcess
 
-import protocol
-from coordinator.testing import ServerProcess, wait_until
-from protocol import ErrorCode
+from .heartbeat_load import PASSWORD, USER, Plan, create_topic, worker_main
+from .wire import run as run_loop
+from .workers import run_workers, split, summary
 
-from .storm_client import message
-
-_SIZE = struct.Struct(">i")
-API_VERSIONS = message("api_versions", 3, "ApiVersionsRequest")
-HANDSHAKE = message("sasl_handshake", 1, "SaslHandshakeRequest")
-AUTHENTICATE = message("sasl_authenticate", 2, "SaslAuthenticateRequest")
-JOIN = message("join_group", 5, "JoinGroupRequest")
-JOIN_PROTOCOL = message("join_group", 5, "JoinGroupRequestProtocol")
-SYNC = message("sync_group", 3, "SyncGroupRequest")
-SYNC_ASSIGNMENT = message("sync_group", 3, "SyncGroupRequestAssignment")
-HEARTBEAT = message("heartbeat", 3, "HeartbeatRequest")
-USER, PASSWORD = "bench", "bench-secret"
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-
-
-class Client:
-    """One connection; one request at a time."""
-
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.reader, self.writer = reader, writer
-        self.next_id = 1
-
-    @classmethod
-    async def connect(cls, port: int, context: ssl.SSLContext | None) -> Client:
-        reader, writer = await asyncio.open_connection(
-            "127.0.0.1", port, ssl=context, server_hostname="127.0.0.1" if context else None)
-        return cls(reader, writer)
-
-    async def request(self, body: Any) -> Any:
-        cid = self.next_id
-        self.next_id += 1
-        self.writer.write(protocol.encode_request(body, cid, "bench-heartbeats"))
-        (size,) = _SIZE.unpack(await self.reader.readexactly(4))
-        frame = await self.reader.readexactly(size)
-        found = protocol.schema(int(body.__api_key__), int(body.__version__))
-        got, response = protocol.decode_response(found, frame)
-        assert got == cid
-        return response
-
-    async def login(self, mechanism: str) -> None:
-        handshake = await self.request(protocol.make(HANDSHAKE, mechanism=mechanism))
-        assert handshake.error_code == ErrorCode.none, handshake
-        if mechanism == "PLAIN":
-            tokens = [f"\0{USER}\0{PASSWORD}".encode()]
-            answer = await self.request(protocol.make(AUTHENTICATE, auth_bytes=tokens[0]))
-            assert answer.error_code == ErrorCode.none, answer
-            return
-        scram = scramp.ScramClient([mechanism], USER, PASSWORD)
-        first = await self.request(protocol.make(
-            AUTHENTICATE, auth_bytes=scram.get_client_first().encode()))
-        assert first.error_code == ErrorCode.none, first
-        scram.set_server_first(bytes(first.auth_bytes).decode())
-        final = await self.request(protocol.make(
-            AUTHENTICATE, auth_bytes=scram.get_client_final().encode()))
-        assert final.error_code == ErrorCode.none, final
-        scram.set_server_final(bytes(final.auth_bytes).decode())
-
-    async def join(self, group: str) -> tuple[int, str]:
-        def join(member_id: str) -> Any:
-            timeout = datetime.timedelta(seconds=30)
-            return protocol.make(JOIN, group_id=group, session_timeout=timeout,
-                                 rebalance_timeout=timeout, member_id=member_id,
-                                 group_instance_id=None, protocol_type="consumer",
-                                 protocols=(protocol.make(JOIN_PROTOCOL, name="range",
-                                                          metadata=b""),))
-
-        joined = await self.request(join(""))
-        if joined.error_code == ErrorCode.member_id_required:
-            joined = await self.request(join(joined.member_id))
-        assert joined.error_code == ErrorCode.none, joined
-        synced = await self.request(protocol.make(
-            SYNC, group_id=group, generation_id=joined.generation_id, member_id=joined.member_id,
-            group_instance_id=None, assignments=(protocol.make(
-                SYNC_ASSIGNMENT, member_id=joined.member_id, assignment=b""),)))
-        assert synced.error_code == ErrorCode.none, synced
-        return joined.generation_id, joined.member_id
-
-    async def close(self) -> None:
-        self.writer.close()
-
-
-async def _member(port: int, context: ssl.SSLContext | None, mechanism: str | None,
-                  group: str, ready: asyncio.Queue[str], start: asyncio.Event,
-                  stop_at: list[float], latencies: list[float]) -> None:
-    client = await Client.connect(port, context)
-    try:
-        await client.request(protocol.make(API_VERSIONS, client_software_name="bench",
-                                           client_software_version="1"))
-        if mechanism is not None:
-            await client.login(mechanism)
-        generation, member_id = await client.join(group)
-        heartbeat = protocol.make(HEARTBEAT, group_id=group, generation_id=generation,
-                                  member_id=member_id, group_instance_id=None)
-        ready.put_nowait(group)
-        await start.wait()
-        while time.perf_counter() < stop_at[0]:
-            started = time.perf_counter()
-            answer = await client.request(heartbeat)
-            latencies.append(time.perf_counter() - started)
-            assert answer.error_code == ErrorCode.none, answer
-    finally:
-        await client.close()
-
-
-async def _run_loop(port: int, context: ssl.SSLContext | None, mechanism: str | None,
-                    connections: int, seconds: float, warmup: float) -> dict[str, Any]:
-    ready: asyncio.Queue[str] = asyncio.Queue()
-    start = asyncio.Event()
-    stop_at = [float("inf")]
-    latencies: list[float] = []
-    members = [asyncio.create_task(_member(port, context, mechanism, f"bench-{i}", ready, start,
-                                           stop_at, latencies))
-               for i in range(connections)]
-    for _ in range(connections):  # every member logged in and joined its group
-        waiting = asyncio.ensure_future(ready.get())
-        await asyncio.wait([waiting, *members], return_when=asyncio.FIRST_COMPLETED)
-        failed = [m for m in members if m.done() and m.exception() is not None]
-        if failed:
-            waiting.cancel()
-            for member in members:
-                member.cancel()
-            await asyncio.gather(*members, return_exceptions=True)
-            raise failed[0].exception()  # type: ignore[misc]
-    stop_at[0] = time.perf_counter() + warmup + seconds
-    start.set()
-    await asyncio.sleep(warmup)
-    latencies.clear()
-    counted_from = time.perf_counter()
-    await asyncio.gather(*members)
-    elapsed = time.perf_counter() - counted_from
-    ordered = sorted(latencies)
-    return {
-        "heartbeats": len(ordered),
-        "heartbeats_per_s": round(len(ordered) / elapsed),
-        "p50_ms": round(statistics.median(ordered) * 1000, 3),
-        "p99_ms": round(ordered[int(len(ordered) * 0.99)] * 1000, 3),
-    }
 
 
 def _certificates(directory: Path) -> tuple[Path, Path]:
@@ -179,18 +49,66 @@ def _certificates(directory: Path) -> tuple[Path, Path]:
     return directory / "server.pem", directory / "ca.pem"
 
 
-def run_bench(security_protocol: str, mechanism: str, connections: int, seconds: float,
-              warmup: float) -> dict[str, Any]:
-    with tempfile.TemporaryDirectory() as tmp:
+def _plans(bootstrap: str, groups: int, members: int, connections: int, processes: int,
+           rate: float | None, ca: str | None, mechanism: str | None) -> list[Plan]:
+    processes = max(1, min(processes, groups, connections))
+    run_id = f"{time.monotonic_ns():x}"  # each run's groups are new ones
+    names = [f"bench-hb-{run_id}-{g}" for g in range(groups)]
+    plans, first = [], 0
+    for count, conns in zip(split(groups, processes), split(connections, processes),
+                            strict=True):
+        mine = tuple(names[first:first + count])
+        first += count
+        share = None if rate is None else rate * count / groups
+        plans.append(Plan(bootstrap, mine, members, conns, share, ca, mechanism))
+    return plans
+
+
+def measure(bootstrap: str, server_pid: int | None, *, groups: int, members: int,
+            connections: int, processes: int, rate: float | None, seconds: float,
+            warmup: float, ca: str | None = None, mechanism: str | None = None
+            ) -> dict[str, Any]:
+    """One run against a running server (its process id for the CPU it used)."""
+    plans = _plans(bootstrap, groups, members, connections, processes, rate, ca, mechanism)
+    run_loop(create_topic(plans[0], members))
+    outcomes, cpu_pct, cpu_s = run_workers(worker_main, plans, server_pid, seconds, warmup)
+    done = summary(outcomes, seconds)
+    return {
+        "groups": groups, "members_per_group": members, "connections": connections,
+        "processes": len(plans), "seconds": seconds,
+        "offered_per_s": rate,
+        "heartbeats": done["answered"],
+        "heartbeats_per_s": done["per_s"],
+        "p50_ms": done["p50_ms"], "p99_ms": done["p99_ms"], "max_ms": done["max_ms"],
+        "server_cpu_pct": cpu_pct, "generator_cpu_pct": done["generator_cpu_pct"],
+        "server_cpu_us_per_heartbeat": None if server_pid is None or not done["answered"]
+        else round(1e6 * cpu_s / done["answered"], 1),
+        "errors": done["errors"], "first_error": done["first_error"],
+    }
+
+
+def server_overrides(security_protocol: str) -> dict[str, str]:
+    return {"listeners": f"{security_protocol}://127.0.0.1:0",
+            "group.consumer.assignment.interval.ms": "0",
+            "group.consumer.assignor.offload.enable": "false",
+            "log.cleaner.enable": "false"}
+
+
+def run_bench(security_protocol: str = "PLAINTEXT", mechanism: str = "SCRAM-SHA-512",
+              connections: int = 10, seconds: float = 5.0, warmup: float = 1.0, *,
+              groups: int = 10, members: int = 10, processes: int = 1,
+              rates: list[float | None] | None = None) -> list[dict[str, Any]] | dict[str, Any]:
+    """The server in a child process, then one run per rate (None: closed loop); one row when
+    ``rates`` is not given (a closed loop)."""
+    with tempfile.TemporaryDirectory(prefix="bench-heartbeats-") as tmp:
         directory = Path(tmp)
-        overrides = {"listeners": f"{security_protocol}://127.0.0.1:0",
-                     "group.initial.rebalance.delay.ms": "0"}
+        overrides = server_overrides(security_protocol)
         extra: list[str] = []
-        context = None
+        ca = None
         if "SSL" in security_protocol:
-            keystore, ca = _certificates(directory)
+            keystore, ca_path = _certificates(directory)
             overrides.update({"ssl.keystore.type": "PEM", "ssl.keystore.location": str(keystore)})
-            context = ssl.create_default_context(cafile=str(ca))
+            ca = str(ca_path)
         uses_sasl = security_protocol.startswith("SASL")
         if uses_sasl:
             overrides["sasl.jaas.config"] = (
@@ -198,27 +116,56 @@ def run_bench(security_protocol: str, mechanism: str, connections: int, seconds:
                 f'user_{USER}="{PASSWORD}";')
             extra = ["--add-scram", f"{mechanism}=[name={USER},password={PASSWORD}]"] \
                 if mechanism.startswith("SCRAM") else []
+        rows = []
         with ServerProcess(directory / "data", overrides, extra_args=extra) as server:
-            wait_until(lambda: server.event("coordinator partitions loaded"), 30,
-                       message="the coordinator partitions to load")
-            result = asyncio.run(_run_loop(server.port, context, mechanism if uses_sasl else None,
-                                           connections, seconds, warmup))
-    return {"case": "heartbeats", "security_protocol": security_protocol,
-            "sasl_mechanism": mechanism if uses_sasl else None, "connections": connections,
-            "seconds": seconds, **result}
+            server.wait_loaded(30)
+            assert server.proc is not None
+            for rate in rates or [None]:
+                row = measure(server.bootstrap, server.proc.pid, groups=groups,
+                              members=members, connections=connections, processes=processes,
+                              rate=rate, seconds=seconds, warmup=warmup, ca=ca,
+                              mechanism=mechanism if uses_sasl else None)
+                rows.append({"case": "heartbeats", "security_protocol": security_protocol,
+                             "sasl_mechanism": mechanism if uses_sasl else None, **row})
+    return rows if rates is not None else rows[0]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--security-protocol", choices=PROTOCOLS, default="PLAINTEXT")
     parser.add_argument("--sasl-mechanism", default="SCRAM-SHA-512",
                         choices=("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"))
-    parser.add_argument("--connections", type=int, default=8)
+    parser.add_argument("--groups", type=int, default=10, help="consumer groups")
+    parser.add_argument("--members", type=int, default=10, help="members per group")
+    parser.add_argument("--connections", type=int, default=10,
+                        help="connections the members share")
+    parser.add_argument("--processes", type=int, default=1,
+                        help="load generator processes (each takes whole groups)")
+    parser.add_argument("--rate", type=float, action="append",
+                        help="open loop at this many heartbeats/s offered (repeat for several "
+                        "runs on the same server); without it, one closed-loop run")
+    parser.add_argument("--closed", action="store_true",
+                        help="with --rate: a closed-loop run first")
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--warmup", type=float, default=1.0)
-    parser.add_argument("--json", action="store_true", help="one JSON line (the default)")
+    parser.add_argument("--bootstrap", help="load this running server (PLAINTEXT) instead of "
+                        "starting one; its CPU is reported with --server-pid")
+    parser.add_argument("--server-pid", type=int)
+    parser.add_argument("--json", action="store_true", help="one JSON line per run (the default)")
 
 
 def run(args: argparse.Namespace) -> int:
-    print(json.dumps(run_bench(args.security_protocol, args.sasl_mechanism, args.connections,
-                               args.seconds, args.warmup)))
+    rates: list[float | None] = [None] if args.closed or not args.rate else []
+    rates += args.rate or []
+    if args.bootstrap:
+        for rate in rates:
+            print(json.dumps({"case": "heartbeats", **measure(
+                args.bootstrap, args.server_pid, groups=args.groups, members=args.members,
+                connections=args.connections, processes=args.processes, rate=rate,
+                seconds=args.seconds, warmup=args.warmup)}), flush=True)
+        return 0
+    rows = run_bench(args.security_protocol, args.sasl_mechanism, args.connections,
+                     args.seconds, args.warmup, groups=args.groups, members=args.members,
+                     processes=args.processes, rates=rates)
+    for row in rows if isinstance(rows, list) else [rows]:
+        print(json.dumps(row), flush=True)
     return 0

@@ -2,6 +2,12 @@
 confluent-kafka and consumed by an assign-based confluent-kafka consumer through a real server,
 and the end-to-end latency (produce call to consumer poll) percentiles.
 
+``--transactional`` runs it twice on one server: a transactional producer committing every
+``--records-per-transaction`` records (100) read by a read_committed consumer, whose
+``committed_records_per_s`` (records produced / time until the consumer saw the last one
+committed) is printed next to the same figure of the non-transactional run
+(``non_transactional_records_per_s``).
+
 Each value starts with the producer's send time (ns), so the consumer measures latency without
 a shared clock beyond this process. confluent-kafka (the ``dev`` extra) is imported when the
 bench runs, so that the CLI, and with it ``make run``, needs only the server's dependencies.
@@ -32,8 +38,11 @@ def _percentile(sorted_values: list[float], fraction: float) -> float:
 
 
 class _Reader(threading.Thread):
-    def __init__(self, bootstrap: str, partitions: int, expected: int) -> None:
+    def __init__(self, bootstrap: str, partitions: int, expected: int, topic: str = TOPIC,
+                 isolation: str = "read_uncommitted") -> None:
         super().__init__(daemon=True)
+        self.topic = topic
+        self.isolation = isolation
         self.bootstrap = bootstrap
         self.partitions = partitions
         self.expected = expected
@@ -48,8 +57,9 @@ class _Reader(threading.Thread):
         from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
         consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": "bench-reader",
-                             "enable.auto.commit": False, "fetch.wait.max.ms": 100})
-        consumer.assign([TopicPartition(TOPIC, p, OFFSET_BEGINNING)
+                             "enable.auto.commit": False, "fetch.wait.max.ms": 100,
+                             "isolation.level": self.isolation})
+        consumer.assign([TopicPartition(self.topic, p, OFFSET_BEGINNING)
                          for p in range(self.partitions)])
         try:
             while len(self.latencies_ms) < self.expected and not self.stop.is_set():
@@ -71,20 +81,33 @@ class _Reader(threading.Thread):
 
 
 def run_bench(bootstrap: str, records: int, size: int, partitions: int,
-              acks: str, rate: int = 0) -> dict[str, Any]:
+              acks: str, rate: int = 0, per_transaction: int = 0,
+              topic: str = TOPIC) -> dict[str, Any]:
     """One run; ``rate`` > 0 paces the producer at that many records/s (latency at a given
-    load rather than at saturation, where it is mostly queueing in the producer)."""
+    load rather than at saturation, where it is mostly queueing in the producer);
+    ``per_transaction`` > 0 makes the producer transactional, committing that many records at
+    a time, and the consumer read_committed."""
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(TOPIC, partitions, 1)])[TOPIC].result(10)
-    reader = _Reader(bootstrap, partitions, records)
+    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(10)
+    reader = _Reader(bootstrap, partitions, records, topic,
+                     "read_committed" if per_transaction else "read_uncommitted")
     reader.start()
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 5,
-                         "batch.size": 262144, "queue.buffering.max.messages": 1_000_000})
+    config = {"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 5,
+              "batch.size": 262144, "queue.buffering.max.messages": 1_000_000}
+    if per_transaction:
+        config.update({"acks": "all", "transactional.id": f"{topic}-producer"})
+    producer = Producer(config)
+    if per_transaction:
+        producer.init_transactions(30)
+        producer.begin_transaction()
     # one warm-up record: timing starts once the consumer is fetching
-    producer.produce(TOPIC, _STAMP.pack(0))
+    producer.produce(topic, _STAMP.pack(0))
+    if per_transaction:
+        producer.commit_transaction(30)
+        producer.begin_transaction()
     producer.flush(10)
     reader.ready.wait(30)
     padding = b"x" * max(0, size - _STAMP.size)
@@ -103,28 +126,38 @@ def run_bench(bootstrap: str, records: int, size: int, partitions: int,
                 time.sleep(ahead)
         while True:
             try:
-                producer.produce(TOPIC, _STAMP.pack(time.time_ns()) + padding,
+                producer.produce(topic, _STAMP.pack(time.time_ns()) + padding,
                                  on_delivery=delivered)
                 break
             except BufferError:
                 producer.poll(0.01)
         producer.poll(0)
+        if per_transaction and (n + 1) % per_transaction == 0:
+            producer.commit_transaction(60)
+            if n + 1 < records:
+                producer.begin_transaction()
+    if per_transaction and records % per_transaction:
+        producer.commit_transaction(60)
     producer.flush(120)
     produce_s = time.perf_counter() - started
     reader.join(120)
     reader.stop.set()
+    end_to_end_s = (reader.last - started) if reader.first else float("nan")
     consume_s = (reader.last - reader.first) if reader.first else float("nan")
     latencies = sorted(reader.latencies_ms)
     record_bytes = records * max(size, _STAMP.size)
     return {
         "case": "produce-consume", "records": records, "record_bytes": size,
-        "partitions": partitions, "acks": acks, "rate_limit": rate or None,
+        "partitions": partitions, "acks": config["acks"], "rate_limit": rate or None,
+        "records_per_transaction": per_transaction or None,
         "delivery_errors": errors,
         "consumed": len(latencies),
         "produce_records_per_s": round(records / produce_s),
         "produce_mb_per_s": round(record_bytes / produce_s / 1e6, 2),
         "consume_records_per_s": round(len(latencies) / consume_s) if consume_s else None,
         "consume_mb_per_s": round(reader.bytes / consume_s / 1e6, 2) if consume_s else None,
+        "committed_records_per_s": round(len(latencies) / end_to_end_s)
+        if reader.first else None,
         "e2e_latency_ms_p50": round(_percentile(latencies, 0.50), 2),
         "e2e_latency_ms_p99": round(_percentile(latencies, 0.99), 2),
     }
@@ -141,19 +174,35 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="coordinator.log.flush.interval.ms of the server started")
     parser.add_argument("--bootstrap", default=None,
                         help="use a running server instead of starting one")
+    parser.add_argument("--transactional", action="store_true",
+                        help="a transactional producer and a read_committed consumer, next to "
+                             "the same run without transactions")
+    parser.add_argument("--records-per-transaction", type=int, default=100)
+
+
+def _bench(bootstrap: str, args: argparse.Namespace) -> dict[str, Any]:
+    if not args.transactional:
+        return run_bench(bootstrap, args.records, args.record_bytes, args.partitions,
+                         args.acks, args.rate)
+    plain = run_bench(bootstrap, args.records, args.record_bytes, args.partitions, "all",
+                      args.rate, topic=f"{TOPIC}-plain")
+    row = run_bench(bootstrap, args.records, args.record_bytes, args.partitions, "all",
+                    args.rate, args.records_per_transaction, topic=f"{TOPIC}-transactional")
+    row["case"] = "produce-consume-transactional"
+    row["non_transactional_records_per_s"] = plain["committed_records_per_s"]
+    row["non_transactional_produce_records_per_s"] = plain["produce_records_per_s"]
+    return row
 
 
 def run(args: argparse.Namespace) -> int:
     if args.bootstrap:
-        row = run_bench(args.bootstrap, args.records, args.record_bytes, args.partitions,
-                        args.acks, args.rate)
+        row = _bench(args.bootstrap, args)
     else:
         with tempfile.TemporaryDirectory() as tmp:
             server = ServerProcess(Path(tmp) / "data", {
                 "coordinator.log.flush.interval.ms": str(args.flush_interval_ms)}).start()
             try:
-                row = run_bench(server.bootstrap, args.records, args.record_bytes,
-                                args.partitions, args.acks, args.rate)
+                row = _bench(server.bootstrap, args)
             finally:
                 server.stop()
                 server.kill()

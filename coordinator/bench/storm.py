@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
 import json
 import multiprocessing
 import random
@@ -31,6 +30,7 @@ from typing import Any
 
 from coordinator.testing import ServerProcess
 
+from .request_loop import quiet_collector
 from .storm_client import Member, Wire, create_topics, describe_group, set_group_configs
 
 SETTINGS = "0:off,1000:off,1000:on"
@@ -49,6 +49,9 @@ class PhaseResult:
     large_group_stable_s: float | None
     bystander_samples: int
     churn_events: int
+    large_group_heartbeats_per_s: float = 0.0
+    """The large group's heartbeats over the phase (its churn and the heartbeats the server
+    asked for with shortened intervals while a target was pending: bounded, issue 24)."""
 
 
 # ------------------------------------------------------------------------------ inputs
@@ -83,15 +86,6 @@ def percentile(values: list[float], q: float) -> float:
         return float("nan")
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
-
-
-def quiet_collector() -> None:
-    """Keep the load generator's own garbage collector from pausing it (a pause would be
-    counted as the server's latency): what exists now is frozen, and collection is off (the
-    generator's garbage is acyclic; reference counting frees it)."""
-    gc.collect()
-    gc.freeze()
-    gc.disable()
 
 
 # ------------------------------------------------------------------------------ bystanders
@@ -134,9 +128,12 @@ class LargeGroup:
         self.rng = random.Random(seed)
         self.members: list[Member] = []
         self.churned = 0
+        self.heartbeats: list[tuple[float, float]] = []
+        """(when, ms) of every heartbeat the large group's members sent."""
 
     def _new(self, index: int) -> Member:
-        member = Member(self.conns[index % len(self.conns)], LARGE_GROUP, self.subs[index])
+        member = Member(self.conns[index % len(self.conns)], LARGE_GROUP, self.subs[index],
+                        self.heartbeats)
         member.start()
         return member
 
@@ -225,10 +222,12 @@ async def _run(args: argparse.Namespace, bootstrap: str, log: Any) -> list[Phase
     results = []
     for interval, offload, start, end, stable, churns in phases:
         window = [ms for t, ms in latencies if start <= t <= end]
+        large = sum(1 for t, _ in group.heartbeats if start <= t <= end)
         results.append(PhaseResult(
             interval, offload, round(percentile(window, 0.50), 2),
             round(percentile(window, 0.99), 2), round(max(window, default=float("nan")), 2),
-            None if stable is None else round(stable, 2), len(window), churns))
+            None if stable is None else round(stable, 2), len(window), churns,
+            round(large / max(end - start, 1e-9), 1)))
     return results
 
 
@@ -244,14 +243,14 @@ def server_overrides(args: argparse.Namespace) -> dict[str, str]:
 
 def table(results: list[PhaseResult]) -> str:
     head = (f"{'interval_ms':>11} {'offload':>7} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} "
-            f"{'stable s':>9} {'samples':>8} {'churns':>7}")
+            f"{'stable s':>9} {'samples':>8} {'churns':>7} {'large hb/s':>10}")
     rows = [head]
     for r in results:
         stable = "timeout" if r.large_group_stable_s is None else f"{r.large_group_stable_s:.2f}"
         rows.append(f"{r.interval_ms:>11} {('on' if r.offload else 'off'):>7} "
                     f"{r.bystander_p50_ms:>8.2f} {r.bystander_p99_ms:>8.2f} "
                     f"{r.bystander_max_ms:>8.2f} {stable:>9} {r.bystander_samples:>8} "
-                    f"{r.churn_events:>7}")
+                    f"{r.churn_events:>7} {r.large_group_heartbeats_per_s:>10.1f}")
     return "\n".join(rows)
 
 
@@ -306,7 +305,8 @@ def _report(args: argparse.Namespace, results: list[PhaseResult]) -> int:
             row = asdict(result)
             print(json.dumps({k: row[k] for k in (
                 "interval_ms", "offload", "bystander_p50_ms", "bystander_p99_ms",
-                "bystander_max_ms", "large_group_stable_s")}), flush=True)
+                "bystander_max_ms", "large_group_stable_s", "large_group_heartbeats_per_s")}),
+                  flush=True)
     else:
         print(table(results))
     return 0

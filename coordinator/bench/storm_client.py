@@ -6,23 +6,18 @@ from __future__ import annotations
 
 import asyncio
 import datetime
-import importlib
-import struct
 import time
 import uuid
-from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
 import protocol
 from protocol import ErrorCode
 
-_SIZE = struct.Struct(">i")
+from .wire import Wire, message
 
-
-def message(api: str, version: int, name: str, kind: str = "request") -> type[Any]:
-    return getattr(importlib.import_module(f"kio.schema.{api}.v{version}.{kind}"), name)
-
+__all__ = ["Member", "Wire", "create_topics", "describe_group", "message", "set_group_configs",
+           "topic_ids"]
 
 HB_REQUEST = message("consumer_group_heartbeat", 1, "ConsumerGroupHeartbeatRequest")
 HB_TOPIC = message("consumer_group_heartbeat", 1, "TopicPartitions")
@@ -35,85 +30,6 @@ ALTERABLE = message("incremental_alter_configs", 1, "AlterableConfig")
 METADATA = message("metadata", 12, "MetadataRequest")
 METADATA_TOPIC = message("metadata", 12, "MetadataRequestTopic")
 GROUP_RESOURCE = 32
-
-
-class _FrameProtocol(asyncio.Protocol):
-    """Cuts the byte stream into response frames and stamps each with the time it arrived
-    (in ``data_received``, before anything else runs), so a busy load generator does not add
-    its own delays to the latency it measures."""
-
-    def __init__(self) -> None:
-        self.buffer = bytearray()
-        self.frames: deque[tuple[bytes, float]] = deque()
-        self.waiter: asyncio.Future[None] | None = None
-        self.closed: BaseException | None = None
-
-    def data_received(self, data: bytes) -> None:
-        arrived = time.perf_counter()
-        buffer = self.buffer
-        buffer += data
-        while len(buffer) >= 4:
-            (size,) = _SIZE.unpack_from(buffer, 0)
-            if len(buffer) < 4 + size:
-                break
-            self.frames.append((bytes(buffer[4:4 + size]), arrived))
-            del buffer[:4 + size]
-        if self.frames and self.waiter is not None and not self.waiter.done():
-            self.waiter.set_result(None)
-
-    def connection_lost(self, exc: BaseException | None) -> None:
-        self.closed = exc or ConnectionResetError("connection closed")
-        if self.waiter is not None and not self.waiter.done():
-            self.waiter.set_exception(self.closed)
-
-    async def next_frame(self) -> tuple[bytes, float]:
-        while not self.frames:
-            if self.closed is not None:
-                raise self.closed
-            self.waiter = asyncio.get_running_loop().create_future()
-            await self.waiter
-        return self.frames.popleft()
-
-
-class Wire:
-    """One connection; requests on it go one at a time (a lock), so a response time is the
-    server's, not queueing behind this connection's other requests."""
-
-    def __init__(self, transport: asyncio.Transport, frames: _FrameProtocol) -> None:
-        self.transport = transport
-        self.frames = frames
-        self.lock = asyncio.Lock()
-        self.next_id = 1
-
-    @classmethod
-    async def connect(cls, bootstrap: str) -> Wire:
-        host, port = bootstrap.rsplit(":", 1)
-        transport, frames = await asyncio.get_running_loop().create_connection(
-            _FrameProtocol, host, int(port))
-        return cls(transport, frames)
-
-    async def request(self, body: Any, frame: bytes | None = None) -> tuple[Any, float]:
-        """(response, seconds from sending to the response's arrival). ``frame``: the request
-        already encoded (any correlation id; it is replaced)."""
-        async with self.lock:
-            if self.frames.closed is not None:
-                raise self.frames.closed
-            cid = self.next_id
-            self.next_id += 1
-            if frame is None:
-                frame = protocol.encode_request(body, cid, "storm")
-            else:
-                frame = frame[:8] + _SIZE.pack(cid) + frame[12:]
-            started = time.perf_counter()
-            self.transport.write(frame)
-            data, arrived = await self.frames.next_frame()
-        schema = protocol.schema(int(body.__api_key__), int(body.__version__))
-        got, response = protocol.decode_response(schema, data)
-        assert got == cid, f"correlation id {got}, expected {cid}"
-        return response, arrived - started
-
-    async def close(self) -> None:
-        self.transport.close()
 
 
 # ------------------------------------------------------------------------------ admin

@@ -230,6 +230,18 @@ BROKER_CONFIGS: tuple[ConfigDef, ...] = (
               "the commit or this timeout is reached.", at_least=1),
     ConfigDef("offset.metadata.max.bytes", INT, 4096,
               "The maximum size for a metadata entry associated with an offset commit."),
+    # --- transactions (KIP-98) ----------------------------------------------------------------
+    ConfigDef("transaction.max.timeout.ms", INT, 900000,
+              "The maximum allowed timeout for transactions. If a client's requested transaction "
+              "time exceed this, then the broker will return an error in InitProducerIdRequest.",
+              at_least=1),
+    ConfigDef("transactional.id.expiration.ms", INT, 604800000,
+              "The time in ms that the transaction coordinator will wait without receiving any "
+              "transaction status updates for the current transaction before expiring its "
+              "transactional id.", at_least=1),
+    ConfigDef("transaction.abort.timed.out.transaction.cleanup.interval.ms", INT, 10000,
+              "The interval at which to rollback transactions that have timed out.",
+              at_least=1),
     ConfigDef("coordinator.log.max.bytes", LONG, -1,
               "A cap on the size of the coordinator's store; writes past it fail as a full disk "
               "would (the request gets NOT_COORDINATOR). -1 means no cap.", at_least=-1),
@@ -239,6 +251,17 @@ BROKER_CONFIGS: tuple[ConfigDef, ...] = (
               "The amount of time to sleep when there are no logs to clean.", at_least=0),
     ConfigDef("log.cleaner.delete.retention.ms", LONG, 86400000,
               "The amount of time to retain tombstone markers for log compacted topics.",
+              at_least=0),
+    ConfigDef("coordinator.log.max.record.bytes.between.snapshots", LONG, 20971520,
+              "A coordinator partition writes a snapshot of its state (the records it needs, "
+              "up to a log offset) once this many bytes of records were appended after its "
+              "last one; a start loads the newest snapshot and the log after it. As KRaft's "
+              "metadata.log.max.record.bytes.between.snapshots. 0 disables snapshots.",
+              at_least=0),
+    ConfigDef("coordinator.log.max.snapshot.interval.ms", LONG, 3600000,
+              "The longest a coordinator partition waits, with records appended after its last "
+              "snapshot, before it writes a new one (checked as records become durable). As "
+              "KRaft's metadata.log.max.snapshot.interval.ms. 0 means no time limit.",
               at_least=0),
     ConfigDef("coordinator.log.flush.interval.ms", LONG, 0,
               "How long coordinator records may wait in the page cache before an fsync; 0 "

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum, IntEnum
@@ -44,6 +46,7 @@ _INT_BOUNDS = {
     ConfigType.LONG: (-(2**63), 2**63 - 1, "64-bit integer"),
 }
 INT_MAX = 2**31 - 1
+_JAVA_INT = re.compile(r"[+-]?[0-9]+")
 LONG_MAX = 2**63 - 1
 
 
@@ -72,19 +75,22 @@ class ConfigDef:
             low, high, what = _INT_BOUNDS[self.type]
             if isinstance(raw, bool):
                 raise ConfigError(self.name, raw, f"Expected value to be a {what}")
-            try:
-                value = int(str(raw).strip())
-            except ValueError:
-                message = f"Not a number of type {self.type.name}"
-                raise ConfigError(self.name, raw, message) from None
+            text = str(raw).strip()
+            if not _JAVA_INT.fullmatch(text):  # as Java's parseInt: no "1_000", no "1e3"
+                raise ConfigError(self.name, raw, f"Not a number of type {self.type.name}")
+            value = int(text)
             if not low <= value <= high:
                 raise ConfigError(self.name, raw, f"Not a number of type {self.type.name}")
             return value
         if self.type is ConfigType.DOUBLE:
+            text = str(raw).strip()
             try:
-                return float(str(raw).strip())
+                number = float(text)
             except ValueError:
                 raise ConfigError(self.name, raw, "Not a number of type DOUBLE") from None
+            if "_" in text or not math.isfinite(number):  # NaN and infinities compare false
+                raise ConfigError(self.name, raw, "Not a number of type DOUBLE")
+            return number
         if self.type is ConfigType.BOOLEAN:
             if isinstance(raw, bool):
                 return raw

@@ -11,6 +11,7 @@ from urllib.parse import urlsplit
 from .definitions import BROKER_CONFIGS_BY_NAME
 from .listeners import Listener, parse_listener, resolve_advertised, resolve_listeners
 from .model import ConfigDef, ConfigError
+from .paths import check_log_dir
 
 __all__ = ["Listener", "ServerConfig", "parse_listener"]
 
@@ -29,19 +30,23 @@ _BOUNDED_TRIPLES = [
 ]
 
 
+def check_http_listener(name: str, url: str) -> tuple[str, int]:
+    """(host, port) of an ``http://host:port`` listener config; a ConfigError otherwise."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:  # a port out of range, a broken IPv6 address
+        port = None
+    if port is None or parts.scheme != "http" or parts.path not in ("", "/"):
+        raise ConfigError(name, url, "Expected http://host:port or an empty string")
+    return parts.hostname or "", port
+
+
 def check_control_listener(url: str) -> tuple[str, int]:
     """``control.listener``'s (host, port); a ConfigError unless it is ``http://host:port`` on a
     loopback address (the control endpoint has no authentication: it may not leave the
     machine)."""
-    parts = urlsplit(url)
-    try:
-        port = parts.port
-    except ValueError:
-        port = None
-    if parts.scheme != "http" or port is None or parts.path not in ("", "/"):
-        raise ConfigError("control.listener", url,
-                          "Expected http://host:port or an empty string")
-    host = parts.hostname or ""
+    host, port = check_http_listener("control.listener", url)
     if host != "localhost":
         try:
             loopback = ipaddress.ip_address(host).is_loopback
@@ -116,6 +121,7 @@ class ServerConfig:
         if len(self["log.dirs"]) != 1:
             raise ConfigError("log.dirs", ",".join(self["log.dirs"]),
                               "Exactly one log directory is supported")
+        check_log_dir("log.dirs", self.log_dir)
         authorizer = self["authorizer.class.name"]
         if authorizer and authorizer != STANDARD_AUTHORIZER:
             raise ConfigError("authorizer.class.name", authorizer,
@@ -128,14 +134,7 @@ class ServerConfig:
                                   f"but got {principal.strip()}")
         metrics = self["metrics.listener"]
         if metrics:
-            parts = urlsplit(metrics)
-            try:
-                port = parts.port
-            except ValueError:
-                port = None
-            if parts.scheme != "http" or port is None:
-                raise ConfigError("metrics.listener", metrics,
-                                  "Expected http://host:port or an empty string")
+            check_http_listener("metrics.listener", metrics)
         control = self["control.listener"]
         if control:
             check_control_listener(control)

@@ -114,6 +114,7 @@ def delete_group(shard: Any, group_id: str) -> Result:
     if group is not None and not _is_empty(group):
         return Result((), ErrorCode.non_empty_group)
     records = _offset_tombstones(shard, group_id)
+    records.extend(shard.offsets.pending_tombstones(group_id))  # as Kafka's deleteAllOffsets
     if isinstance(group, ClassicGroup):
         records.append(group.tombstone())
     elif isinstance(group, StreamsGroup):

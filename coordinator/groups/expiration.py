@@ -34,7 +34,7 @@ def _expired(shard: Any, group_id: str, now: int, retention_ms: int) -> list[tup
     if isinstance(group, ClassicGroup) and group.state is ClassicGroupState.EMPTY \
             and group.state_timestamp_ms >= 0:
         if now >= group.state_timestamp_ms + retention_ms:
-            return list(committed)
+            return [tp for tp in committed if not shard.offsets.has_pending(group_id, *tp)]
         return []
     if isinstance(group, ClassicGroup) and group.state is not ClassicGroupState.EMPTY \
             and group.protocol_type != "consumer":
@@ -42,8 +42,10 @@ def _expired(shard: Any, group_id: str, now: int, retention_ms: int) -> list[tup
     subscribed = _subscribed(group) if group is not None else frozenset()
     if subscribed is None:
         return []  # a live group whose subscriptions cannot be read keeps its offsets
+    # as Kafka's cleanupExpiredOffsets: a partition with a pending transactional offset stays
     return [tp for tp, offset in committed.items()
-            if tp[0] not in subscribed and now >= offset.commit_timestamp + retention_ms]
+            if tp[0] not in subscribed and now >= offset.commit_timestamp + retention_ms
+            and not shard.offsets.has_pending(group_id, *tp)]
 
 
 def expire_offsets(shard: Any, now: int) -> Result:

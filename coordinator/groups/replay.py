@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from coordinator import transaction
 from coordinator.config import ServerConfig
 from storage.records import (
     AccessControlEntryKey,
@@ -42,6 +43,8 @@ from storage.records import (
     StreamsGroupTargetAssignmentMetadataKey,
     StreamsGroupTopologyKey,
     TopicMetadataKey,
+    TransactionLogKey,
+    TxnOffsetCommitKey,
     UserScramCredentialKey,
 )
 
@@ -62,6 +65,7 @@ from .streams import replay as streams_replay
 REPLAYED: tuple[tuple[type, Replayer], ...] = (
     # offsets (all group types)
     (OffsetCommitKey, offsets.replay),
+    (TxnOffsetCommitKey, offsets.replay_pending),  # pending transactional offsets (1011)
     # classic groups: one record per group
     (GroupMetadataKey, classic_session.replay_group_metadata),
     # consumer groups (KIP-848)
@@ -91,6 +95,8 @@ REPLAYED: tuple[tuple[type, Replayer], ...] = (
     (StreamsGroupCurrentMemberAssignmentKey, streams_replay.current_assignment),
     # per-group configs (all group types)
     (GroupConfigKey, group_configs.replay),
+    # the transaction coordinator (Kafka's __transaction_state records, 1010)
+    (TransactionLogKey, transaction.replay),
 )
 """(record key type, replayer), one pair per replayed type."""
 

@@ -44,7 +44,14 @@ def refreshers(consumer: ConsumerGroupEnv, share: ShareGroupEnv,
 
 
 def _combined(results: Sequence[Result]) -> Result:
-    return Result([record for result in results for record in result.records])
+    effects = [result.effect for result in results if result.effect is not None]
+
+    def effect() -> None:  # e.g. a consumer group's regexes resolved again in the background
+        for each in effects:
+            each()
+
+    return Result([record for result in results for record in result.records],
+                  effect=effect if effects else None)
 
 
 class TopicChangeListener:

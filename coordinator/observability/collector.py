@@ -56,10 +56,16 @@ PARTITION_STATES = ("loading", "active", "failed")
 SHARE_GROUP_STATES = ("empty", "stable", "dead")
 STREAMS_GROUP_STATES = ("empty", "notready", "assigning", "reconciling", "stable", "dead")
 PROTOCOLS = ("classic", "consumer", "share", "streams")
+TRANSACTION_STATES = ("Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit",
+                      "CompleteAbort")  # Kafka's names, as ListTransactions gives them
 SHARE_METRICS = "kafka.server:type=ShareGroupMetrics"
 SHARE_PARTITION_METRICS = "kafka.server:type=SharePartitionMetrics"
 """The MBean type of Kafka's broker-side share group metrics."""
 BACKGROUND_SUFFIXES = ("p50", "p95", "p99", "p999", "max")
+EVENT_BATCH = 512
+EVENT_FLUSH_S = 0.2
+"""Event times are recorded into their sensors in batches of at most this many, at least this
+often (``Observability.on_event``)."""
 
 @dataclass(frozen=True, slots=True)
 class GroupView:
@@ -160,6 +166,10 @@ class Observability:
             "faults-injected-total", "Faults the control endpoint injected, by kind and API",
             ("kind", "api"))
         r.collector(self.faults_injected.measure)
+        self.transactions_completed = LabelledCount(
+            "transactions-completed-total", "Transactions completed (markers written), by result",
+            ("result",))
+        r.collector(self.transactions_completed.measure)
         # registered before the histograms: a scrape takes the snapshot (which feeds the
         # background histograms) before it reads them
         r.collector(self._measure_state)
@@ -174,6 +184,9 @@ class Observability:
         self.background_processing_histogram = r.histogram(
             "background-processing-time-ms", "Background executor processing time, in ms")
         self._background_seen = 0
+        self._queue_ms: list[float] = []
+        self._processing_ms: list[float] = []
+        self._flush_armed = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: int | None = None
         self._last: list[Measurement] = []
@@ -193,9 +206,37 @@ class Observability:
 
     # --- the runtime's event listener ----------------------------------------------------------
     def on_event(self, partition: int, queue_ms: float, processing_ms: float) -> None:
-        self.event_queue_time.record(queue_ms)
-        self.event_processing_time.record(processing_ms)
-        self.thread_idle.record_busy_ms(processing_ms)
+        """Called for every event: the times are only gathered here, and recorded into the
+        sensors in batches (``flush_events``: every ``EVENT_BATCH`` events, every
+        ``EVENT_FLUSH_S`` on the event loop, and before a scrape reads them)."""
+        self._queue_ms.append(queue_ms)
+        self._processing_ms.append(processing_ms)
+        if len(self._queue_ms) >= EVENT_BATCH:
+            self.flush_events()
+        elif not self._flush_armed:
+            self._arm_flush()
+
+    def flush_events(self) -> None:
+        """Record the event times gathered since the last flush."""
+        queued, processing = self._queue_ms, self._processing_ms
+        if not queued:
+            return
+        self._queue_ms, self._processing_ms = [], []
+        self.event_queue_time.record_many(queued)
+        self.event_processing_time.record_many(processing)
+        self.thread_idle.record_busy_ms(sum(processing))
+
+    def _arm_flush(self) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return  # no loop (a test feeding events by hand): batches and reads flush
+        self._flush_armed = True
+        loop.call_later(EVENT_FLUSH_S, self._flush_later)
+
+    def _flush_later(self) -> None:
+        self._flush_armed = False
+        self.flush_events()
 
     # --- scrape-time state ---------------------------------------------------------------------
     def _measure_state(self) -> list[Measurement]:
@@ -230,6 +271,7 @@ class Observability:
 
     def snapshot(self) -> list[Measurement]:
         """Every state metric, read now (on the event loop)."""
+        self.flush_events()
         out: list[Measurement] = []
         out += self._partition_metrics()
         out += self._group_metrics()
@@ -267,6 +309,8 @@ class Observability:
         per_group: list[Measurement] = []
         lags: list[Measurement] = []
         offsets = 0
+        transactions = dict.fromkeys(TRANSACTION_STATES, 0)
+        pending_offsets = 0
         for partition in list(self.runtime.partitions):
             shard = partition.shard
             if shard is None or partition.state.value != "active":
@@ -291,6 +335,10 @@ class Observability:
                 committed = shard.offsets.group(group_id)
                 offsets += len(committed)
                 lags += self._lags(group_id, committed)
+            for meta in getattr(shard, "transactions", ()):
+                state = meta.state.kafka_name
+                transactions[state] = transactions.get(state, 0) + 1
+            pending_offsets += getattr(shard.offsets, "pending_count", lambda: 0)()
         out = [_m("group-count", n, "Groups by protocol", protocol=p)
                for p, n in protocols.items()]
         out += [_m("consumer-group-count", n, "Consumer groups by state", state=s)
@@ -302,6 +350,10 @@ class Observability:
         out += [_m("streams-group-count", n, "Streams groups by state", state=s)
                 for s, n in states["streams"].items()]
         out.append(_m("offset-count", offsets, "Committed offsets held"))
+        out += [_m("transaction-count", n, "Transactional ids by the state of their transaction",
+                   state=st) for st, n in transactions.items()]
+        out.append(_m("pending-transactional-offset-count", pending_offsets,
+                      "Transactional offsets waiting for their transaction's marker"))
         return out + per_group + lags
 
     def _share_partition_metrics(self, shard: Any) -> list[Measurement]:

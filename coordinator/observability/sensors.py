@@ -59,6 +59,8 @@ class Sensors(Protocol):
     def partitions_moved(self) -> _Labelled: ...
     @property
     def faults_injected(self) -> _CountByLabels: ...
+    @property
+    def transactions_completed(self) -> _CountByLabels: ...
 
 
 _attached: Sensors | None = None
@@ -79,6 +81,12 @@ def record_offset_commits(count: int) -> None:
     """``count`` offsets were committed (durably)."""
     if _attached is not None and count > 0:
         _attached.offset_commits.record(count)
+
+
+def record_transaction_completed(result: str) -> None:
+    """A transaction's markers were written and it completed (``result``: commit, abort)."""
+    if _attached is not None:
+        _attached.transactions_completed.record(result)
 
 
 def record_fault_injected(kind: str, api: str) -> None:

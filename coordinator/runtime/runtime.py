@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import heapq
 import itertools
 import os
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -30,10 +32,12 @@ from typing import Any, Protocol
 
 from coordinator.observability.logs import get_logger
 from protocol import ErrorCode
+from storage import snapshot as snapshots
 from storage.budget import SizeBudget
 from storage.errors import StorageError
-from storage.log import PartitionLog
-from storage.records import decode_record, encode_record
+from storage.log import PartitionLog, partition_dir
+from storage.records import RECORD_TYPES, encode_record
+from storage.replay import decode_records, latest_records
 
 from .clock import Clock
 from .errors import CoordinatorError, load_in_progress, not_available, write_failed
@@ -43,6 +47,7 @@ from .timers import TimerQueue
 
 log = get_logger("coordinator.runtime")
 
+FSYNC_THREADS = 64
 SLOW_EVENT_MS = float(os.environ.get("COORDINATOR_SLOW_EVENT_MS", "100"))
 """An event that holds the event loop this long is logged (it delayed every group)."""
 
@@ -98,6 +103,11 @@ class _Partition:
         self.failure: str | None = None
         self.load_time_ms: float | None = None
         self.task: asyncio.Task[None] | None = None
+        self.snapshot: Path | None = None  # the newest snapshot file, loaded or written
+        self.snapshot_end = 0  # the offset it ends at
+        self.snapshot_ms = 0.0  # when it was loaded or written (monotonic ms)
+        self.bytes_since_snapshot = 0  # record bytes appended after it
+        self.snapshotting = False
 
 
 class CoordinatorRuntime:
@@ -106,7 +116,10 @@ class CoordinatorRuntime:
                  segment_bytes: int = 100 * 1024 * 1024, max_bytes: int | None = None,
                  flush_interval_ms: int = 0, timer_tick_ms: int = 50,
                  event_listener: EventListener | None = None,
-                 slow_event_ms: float = SLOW_EVENT_MS) -> None:
+                 slow_event_ms: float = SLOW_EVENT_MS,
+                 snapshot_max_bytes: int = 20 * 1024 * 1024,
+                 snapshot_interval_ms: int = 3_600_000,
+                 tombstone_retention_ms: int = 86_400_000) -> None:
         self.log_dir = Path(log_dir)
         self.num_partitions = num_partitions
         self.shard_factory = shard_factory
@@ -118,13 +131,31 @@ class CoordinatorRuntime:
         self.event_listener = event_listener
         self.record_listener: RecordListener | None = None
         """Told of every record applied, written or loaded (the rebalance timeline)."""
+        self.record_listener_keys: frozenset[type] | None = None
+        """The key types the listener needs every record of when a partition loads (None:
+        all); of the other types a load replays only the latest record per key."""
+        self.snapshot_max_bytes = snapshot_max_bytes
+        """A partition snapshots its state once this many record bytes were appended after its
+        last snapshot (``coordinator.log.max.record.bytes.between.snapshots``; 0: never)."""
+        self.snapshot_interval_ms = snapshot_interval_ms
+        """... or once this long passed with records appended after it
+        (``coordinator.log.max.snapshot.interval.ms``; 0: no time limit)."""
+        self.tombstone_retention_ms = tombstone_retention_ms
         self.slow_event_ms = slow_event_ms
         self.partitions = [_Partition(i) for i in range(num_partitions)]
         self._dirty: set[_Partition] = set()
         self._dirty_event = asyncio.Event()
+        self._flushing: dict[_Partition, asyncio.Task[None]] = {}  # fsync rounds under way
+        self._fsyncs = ThreadPoolExecutor(max(1, min(num_partitions, FSYNC_THREADS)),
+                                          thread_name_prefix="fsync")
+        """The partitions' fsync rounds run on threads of their own, as many at once as there
+        are partitions (up to ``FSYNC_THREADS``): the file system commits concurrent fsyncs
+        together, so a round of every partition costs about one fsync, not one per
+        partition queued behind the default executor's few threads."""
         self._tasks: list[asyncio.Task[None]] = []
         self._loaded = asyncio.Event()
         self._waiter_seq = itertools.count()
+        self._snapshot_tasks: set[asyncio.Task[None]] = set()
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self, *, drive_timers: bool = True) -> None:
@@ -141,7 +172,7 @@ class CoordinatorRuntime:
         await self._loaded.wait()
 
     async def stop(self) -> None:
-        for task in self._tasks:
+        for task in [*self._tasks, *self._snapshot_tasks, *self._flushing.values()]:
             task.cancel()
         for partition in self.partitions:
             if partition.task is not None:
@@ -155,6 +186,7 @@ class CoordinatorRuntime:
                         partition.log.flush()
                 partition.log.close()
             partition.state = PartitionState.CLOSED
+        self._fsyncs.shutdown(wait=False)
 
     # ------------------------------------------------------------------ loading
     async def _load_all(self) -> None:
@@ -168,8 +200,8 @@ class CoordinatorRuntime:
     async def _load(self, partition: _Partition) -> None:
         partition.state = PartitionState.LOADING
         try:
-            plog, shard, load_ms, records = await asyncio.to_thread(self._open_and_replay,
-                                                                     partition.index)
+            plog, shard, load_ms, records, snapshot, tail_bytes = await asyncio.to_thread(
+                self._open_and_replay, partition.index)
         except Exception as exc:  # corrupt log, I/O error, undecodable record, replay bug
             partition.state = PartitionState.FAILED
             partition.failure = str(exc)
@@ -181,31 +213,55 @@ class CoordinatorRuntime:
         partition.appended = partition.durable = plog.next_offset
         partition.load_time_ms = load_ms
         partition.failure = None
+        partition.snapshot = None if snapshot is None else snapshot.path
+        partition.snapshot_end = 0 if snapshot is None else snapshot.end_offset
+        partition.snapshot_ms = time.monotonic() * 1000.0
+        partition.bytes_since_snapshot = tail_bytes
         shard.on_loaded(self.clock.now_ms())
         partition.state = PartitionState.ACTIVE
         if records:
             log.info("coordinator partition loaded", partition=partition.index, records=records,
-                     load_time_ms=round(load_ms, 2))
+                     load_time_ms=round(load_ms, 2), snapshot_end_offset=partition.snapshot_end)
 
-    def _open_and_replay(self, index: int) -> tuple[PartitionLog, Any, float, int]:
+    def _open_and_replay(self, index: int) -> tuple[PartitionLog, Any, float, int,
+                                                    snapshots.Snapshot | None, int]:
+        """Open the partition's log and rebuild its state: the newest valid snapshot, then the
+        log after it, of which only what replay needs is decoded (``storage.replay``)."""
         started = time.perf_counter()
-        # every answer waits for an fsync: batches are written by the flushing thread, not here
+        snapshot = snapshots.newest(partition_dir(self.log_dir, index), index)
+        # every answer waits for an fsync: batches are written by the flushing thread, not here;
+        # what the snapshot covers was fsynced, so the open scans only the log after it
         plog = PartitionLog.open(self.log_dir, index, self.segment_bytes, budget=self.budget,
-                                 defer_writes=self.flush_interval_ms == 0)
+                                 defer_writes=self.flush_interval_ms == 0,
+                                 recovery_point=None if snapshot is None
+                                 else snapshot.recovery_point)
         shard = self.shard_factory(index)
-        count = 0
         listener = self.record_listener
         try:
-            for offset, ts, key_bytes, value_bytes in plog.read():
-                key, value = decode_record(key_bytes, value_bytes)
+            if snapshot is not None and not snapshots.reaches(snapshot, plog):
+                snapshot = None  # (then the open found no recovery point either: all scanned)
+            records = [] if snapshot is None else decode_records(snapshot.records)
+            start = 0 if snapshot is None else snapshot.end_offset
+            latest = latest_records(plog, start, keep_every=self._keep_every())
+            records += decode_records(latest.result())
+            for offset, ts, key, value in records:
                 shard.replay(offset, key, value)
                 if listener is not None:
                     listener(index, offset, ts, key, value)
-                count += 1
         except BaseException:
             plog.close()
             raise
-        return plog, shard, (time.perf_counter() - started) * 1000.0, count
+        count = latest.count + (0 if snapshot is None else len(snapshot.records))
+        return (plog, shard, (time.perf_counter() - started) * 1000.0, count, snapshot,
+                latest.bytes)
+
+    def _keep_every(self) -> frozenset[int]:
+        """The type ids a load replays every record of: those the record listener needs."""
+        if self.record_listener is None:
+            return frozenset()
+        wanted = self.record_listener_keys
+        return frozenset(tid for tid, rt in RECORD_TYPES.items()
+                         if wanted is None or rt.key_cls in wanted)
 
     # ------------------------------------------------------------------ scheduling
     def partition_for(self, group_id: str) -> int:
@@ -336,6 +392,10 @@ class CoordinatorRuntime:
             _fail(event.future, write_failed(partition.index, str(exc)))
             return False
         base = last - len(encoded) + 1
+        size = 36  # the batch header, then each record's (as storage.framing frames them)
+        for key_bytes, value_bytes in encoded:
+            size += 12 + len(key_bytes) + (0 if value_bytes is None else len(value_bytes))
+        partition.bytes_since_snapshot += size
         listener = self.record_listener
         for offset, (key, value) in enumerate(records, start=base):
             partition.shard.replay(offset, key, value)
@@ -371,21 +431,32 @@ class CoordinatorRuntime:
                 await self._dirty_event.wait()
                 await asyncio.sleep(0)  # let every shard append in this turn share the round
             self._dirty_event.clear()
-            batch, self._dirty = self._dirty, set()
-            if batch:
-                await self._flush(batch)
+            batch = {p for p in self._dirty if p not in self._flushing}
+            self._dirty -= batch
+            self._flush(batch)
 
-    async def _flush(self, batch: set[_Partition]) -> None:
-        """One fsync round: every partition appended to since the last round, in parallel; each
-        partition's answers go out as soon as its own fsync is done."""
-        targets = [p for p in batch if p.state is PartitionState.ACTIVE and p.log is not None]
-        await asyncio.gather(*(self._flush_one(p) for p in targets))
+    def _flush(self, batch: set[_Partition]) -> None:
+        """Start an fsync round of each partition appended to since its last round. Rounds of
+        different partitions run in parallel and independently: a partition whose fsync stalls
+        holds back only its own answers; what it appends meanwhile waits for its next round,
+        which starts when the stalled one ends."""
+        for partition in batch:
+            if partition.state is not PartitionState.ACTIVE or partition.log is None:
+                continue
+            task = asyncio.create_task(self._flush_one(partition))
+            self._flushing[partition] = task
+            task.add_done_callback(functools.partial(self._flush_done, partition))
+
+    def _flush_done(self, partition: _Partition, _: asyncio.Task[None]) -> None:
+        del self._flushing[partition]
+        if partition in self._dirty:
+            self._dirty_event.set()  # appended to during the round: its next round
 
     async def _flush_one(self, partition: _Partition) -> None:
         plog = partition.log
         assert plog is not None
         try:
-            durable = await asyncio.to_thread(plog.flush)
+            durable = await asyncio.get_running_loop().run_in_executor(self._fsyncs, plog.flush)
         except (OSError, ValueError, StorageError) as exc:
             if partition.log is not plog:
                 return  # reloaded meanwhile
@@ -405,6 +476,63 @@ class CoordinatorRuntime:
                 future.set_result(response)
         if partition.durable >= partition.appended:
             partition.appended_by_group.clear()  # everything is durable: nothing to remember
+        if self._snapshot_due(partition):
+            self._start_snapshot(partition)
+
+    # ------------------------------------------------------------------ snapshots
+    def _snapshot_due(self, partition: _Partition) -> bool:
+        if (self.snapshot_max_bytes <= 0 or partition.snapshotting
+                or partition.durable <= partition.snapshot_end
+                or partition.state is not PartitionState.ACTIVE):
+            return False
+        if partition.bytes_since_snapshot >= self.snapshot_max_bytes:
+            return True
+        return 0 < self.snapshot_interval_ms <= time.monotonic() * 1000.0 - partition.snapshot_ms
+
+    def _start_snapshot(self, partition: _Partition) -> None:
+        """Snapshot the partition's durable records in a thread (``storage.snapshot``); the
+        partition goes on meanwhile."""
+        partition.snapshotting = True
+        task = asyncio.create_task(self._snapshot(partition))
+        self._snapshot_tasks.add(task)
+        task.add_done_callback(self._snapshot_tasks.discard)
+
+    async def _snapshot(self, partition: _Partition) -> None:
+        plog, end = partition.log, partition.durable
+        assert plog is not None
+        appended_after = partition.bytes_since_snapshot
+        try:
+            taken = await asyncio.to_thread(
+                snapshots.take, plog, end, base=partition.snapshot,
+                tombstone_retention_ms=self.tombstone_retention_ms,
+                now_ms=self.clock.now_ms())
+        except Exception as exc:  # I/O error, full disk, a log closed by a reload
+            log.error("coordinator snapshot failed", partition=partition.index,
+                      end_offset=end, error=str(exc))
+            taken = None
+        finally:
+            partition.snapshotting = False
+        if partition.log is not plog:
+            return  # reloaded meanwhile: the reload found the snapshots on disk
+        partition.snapshot_ms = time.monotonic() * 1000.0
+        if taken is not None:
+            partition.snapshot, partition.snapshot_end = taken.path, taken.end_offset
+            # what was appended while it was taken is not in it (roughly: bytes are counted
+            # per append, not per offset)
+            partition.bytes_since_snapshot = max(
+                0, partition.bytes_since_snapshot - appended_after)
+
+    async def snapshot(self, index: int) -> Path | None:
+        """Snapshot the partition's durable records now (tests, ``bench load``); the file, or
+        None when there is nothing new to snapshot."""
+        partition = self._active(index)
+        while partition.snapshotting:
+            await asyncio.sleep(0.001)
+        if partition.durable <= partition.snapshot_end:
+            return partition.snapshot
+        partition.snapshotting = True
+        await self._snapshot(partition)
+        return partition.snapshot
 
     def _fail_waiters(self, partition: _Partition, error: CoordinatorError) -> None:
         waiters, partition.waiters = partition.waiters, []
@@ -435,7 +563,20 @@ class CoordinatorRuntime:
         tick = self.timer_tick_ms / 1000.0
         while True:
             self.fire_due_timers()
-            await asyncio.sleep(tick)
+            await asyncio.sleep(self._until_next_timer(tick))
+
+    def _until_next_timer(self, tick: float) -> float:
+        """Seconds to sleep: a tick, or less when a timer is due sooner (so a timer armed a
+        tick or more ahead fires on time, not up to a tick late)."""
+        soonest = None
+        for partition in self.partitions:
+            if partition.state is PartitionState.ACTIVE and partition.shard is not None:
+                deadline = partition.shard.timers.next_deadline()
+                if deadline is not None and (soonest is None or deadline < soonest):
+                    soonest = deadline
+        if soonest is None:
+            return tick
+        return min(tick, max(0.001, (soonest - self.clock.now_ms()) / 1000.0))
 
     def fire_due_timers(self) -> int:
         """Queue every due timer of every active partition as an event; returns how many."""

@@ -35,10 +35,9 @@ def parse_overrides(text: str) -> dict[str, int]:
         host, sep, count = item.rpartition(":")
         if not sep or not host:
             raise ConfigError(key, text, f"Map entry '{item}' is not of the form host:count")
-        try:
-            limit = int(count)
-        except ValueError:
-            raise ConfigError(key, text, f"Invalid connection count {count} for {host}") from None
+        if not count.strip().isascii() or not count.strip().isdigit():  # no "-5", no "1_0"
+            raise ConfigError(key, text, f"Invalid connection count {count} for {host}")
+        limit = int(count)
         try:
             address = socket.gethostbyname(host.strip("[]"))
         except OSError:

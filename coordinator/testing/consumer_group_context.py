@@ -5,11 +5,11 @@ No asyncio, no files."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, overload
 
-from coordinator.groups.common.offload import AssignorRun, chunks, run_inline
+from coordinator.groups.common.offload import AssignorRun, WriteOf, chunks, run_inline
 from coordinator.groups.consumer.env import ConsumerGroupEnv, ConsumerGroupSettings
 from coordinator.groups.consumer.heartbeat import (
     HeartbeatRequest,
@@ -18,7 +18,6 @@ from coordinator.groups.consumer.heartbeat import (
     validate,
 )
 from coordinator.groups.consumer.model import Assignment, ConsumerGroup, ConsumerGroupMember
-from coordinator.groups.consumer.offload import install
 from coordinator.groups.replay import new_shard
 from coordinator.runtime import CoordinatorError, Result
 from storage.records import decode_record, encode_record
@@ -50,9 +49,14 @@ class ManualOffloader:
 
     def __init__(self) -> None:
         self.runs: list[tuple[int, AssignorRun]] = []
+        self.tasks: list[tuple[Callable[[Any], Any], Any, WriteOf]] = []
 
     def submit(self, partition: int, run: AssignorRun) -> None:
         self.runs.append((partition, run))
+
+    def submit_task(self, partition: int, task: Callable[[Any], Any], payload: Any,
+                    write: WriteOf, group_id: str) -> None:
+        self.tasks.append((task, payload, write))
 
 
 class ConsumerGroupContext:
@@ -109,7 +113,16 @@ class ConsumerGroupContext:
         for _, run in todo:
             outcome = run_inline(run.prepared)
             for part in chunks(outcome):
-                self.apply(install(self.shard, self.now, run, outcome, part))
+                self.apply(run.installer(self.shard, self.now, run, outcome, part))
+        return len(todo)
+
+    def finish_tasks(self) -> int:
+        """Run the background tasks submitted so far (regex resolutions) here, each outcome
+        applied as a write event at the current time. Returns how many finished."""
+        assert self.offloader is not None, "the context was made without offload=True"
+        todo, self.offloader.tasks = self.offloader.tasks, []
+        for task, payload, write in todo:
+            self.apply(write(task(payload))(self.shard, self.now))
         return len(todo)
 
     def pending_runs(self) -> int:

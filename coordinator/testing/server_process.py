@@ -39,8 +39,10 @@ def wait_until(condition: Callable[[], Any], timeout: float = 10.0, interval: fl
 
 class ServerProcess:
     def __init__(self, log_dir: Path, overrides: Mapping[str, str] | None = None,
-                 extra_args: list[str] | None = None, profile: str | None = None) -> None:
+                 extra_args: list[str] | None = None, profile: str | None = None,
+                 env: Mapping[str, str] | None = None) -> None:
         self.log_dir = log_dir
+        self.env = dict(env or {})  # added to this process's environment (e.g. LD_PRELOAD)
         self.overrides = {
             "listeners": "PLAINTEXT://127.0.0.1:0",
             **({} if profile else {"metrics.listener": ""}),
@@ -59,7 +61,7 @@ class ServerProcess:
         args = [sys.executable, "-m", "coordinator", "serve", *self.extra_args]
         for key, value in self.overrides.items():
             args += ["--override", f"{key}={value}"]
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", **self.env}
         with self._lock:
             self.lines.clear()
             self.events.clear()

@@ -29,9 +29,20 @@ from coordinator.observability.logs import get_logger
 from protocol import ErrorCode
 from storage.segment import fsync_dir
 
-from .batch import ZSTD, BatchError, assign, read_header, record_timestamps, split_batches, validate
+from .batch import (
+    ZSTD,
+    BatchError,
+    BatchHeader,
+    assign,
+    read_header,
+    record_timestamps,
+    split_batches,
+    validate,
+)
+from .control import is_commit, marker_batch
 from .producers import ProducerState
 from .segment import NO_TIMESTAMP, Segment
+from .transactions import TransactionIndex
 
 log = get_logger("coordinator.topiclog")
 
@@ -77,6 +88,7 @@ class PartitionLog:
         self.directory = directory
         self.segments = segments  # oldest first; the last is the active one
         self.producers = ProducerState()
+        self.transactions = TransactionIndex()
         self._durable = 0
         self._dir_unsynced = False  # a segment file was created whose entry is not fsynced
         self._flushing: asyncio.Future[None] | None = None
@@ -95,7 +107,16 @@ class PartitionLog:
         segments: list[Segment] = []
         for i, (base, path) in enumerate(found):
             segment = Segment(base, path, path.stat().st_size, exists=True)
-            result = segment.scan(True, lambda h: plog.producers.update(h, h.base_offset))
+            seen: list[tuple[BatchHeader, int]] = []
+
+            def note(header: BatchHeader, segment: Segment = segment,
+                     seen: list[tuple[BatchHeader, int]] = seen) -> None:
+                seen.append((header, segment.positions[-1]))
+
+            result = segment.scan(True, note)
+            for header, position in seen:  # markers are read once the scan let go of the file
+                plog._track(header, header.base_offset,
+                            segment.read(position, header.size) if header.is_control else None)
             segments.append(segment)
             if result.error is None:
                 continue
@@ -161,9 +182,9 @@ class PartitionLog:
             raise BatchError(ErrorCode.unsupported_compression_type,
                              "Produce requests with version below 7 are not allowed to use "
                              "ZStandard compression")
-        if header.is_transactional:
+        if header.is_transactional and not header.has_producer_id:
             raise BatchError(ErrorCode.invalid_record,
-                             "Transactional records are not supported by this server")
+                             "Transactional records must carry a producer id")
         if header.has_producer_id:
             duplicate = self.producers.find_duplicate(header)
             if duplicate is not None:
@@ -179,9 +200,42 @@ class PartitionLog:
         if not self.active.file.exists:
             self._dir_unsynced = True
         self.active.append(data, stored.last_offset, stored.max_timestamp)
-        self.producers.update(stored, base)
+        self._track(stored, base, None)
         return AppendResult(base, stored.last_offset, -1 if append_time is None else append_time,
                             self.log_start_offset)
+
+    def _track(self, header: BatchHeader, base: int, control: bytes | None) -> None:
+        """What an appended (or recovered) batch changes: its producer's state and, for a
+        transactional batch or a marker, the partition's open and aborted transactions."""
+        self.producers.update(header, base)
+        if not header.is_transactional:
+            return
+        if header.is_control:
+            assert control is not None
+            self.transactions.on_marker(header.producer_id, is_commit(control, header), base)
+        else:
+            self.transactions.on_transactional_batch(header.producer_id, base)
+
+    def append_marker(self, producer_id: int, producer_epoch: int, commit: bool,
+                      coordinator_epoch: int, now_ms: int) -> int:
+        """Write a transaction's commit or abort marker; returns its offset. Raises
+        ``BatchError`` (INVALID_PRODUCER_EPOCH for an older epoch) or ``OSError``."""
+        self._check_open()
+        self.producers.check_marker(producer_id, producer_epoch)
+        base = self.log_end_offset
+        data = assign(marker_batch(producer_id, producer_epoch, commit, coordinator_epoch,
+                                   now_ms), base, LEADER_EPOCH, None)
+        stored = read_header(data)
+        if not self.active.file.exists:
+            self._dir_unsynced = True
+        self.active.append(data, stored.last_offset, stored.max_timestamp)  # no roll: tiny
+        self._track(stored, base, data)
+        return base
+
+    @property
+    def last_stable_offset(self) -> int:
+        """The first offset a transaction still open holds (the high watermark if none)."""
+        return self.transactions.last_stable_offset(self.high_watermark)
 
     def _roll(self) -> None:
         """Start a new segment at the log end offset; the full one is fsynced first, so a later
@@ -232,10 +286,14 @@ class PartitionLog:
         bases = [s.base_offset for s in self.segments]
         return max(0, bisect.bisect_right(bases, offset) - 1)
 
-    def read(self, offset: int, max_bytes: int, min_one: bool) -> bytes:
+    def read(self, offset: int, max_bytes: int, min_one: bool,
+             max_offset: int | None = None) -> bytes:
         """Stored batches from the one holding ``offset``, up to ``max_bytes`` (the first whole
-        batch even if larger when ``min_one``; else a partial batch, as Kafka sends)."""
-        if offset >= self.log_end_offset or offset < self.log_start_offset:
+        batch even if larger when ``min_one``; else a partial batch, as Kafka sends), and only
+        batches below ``max_offset`` (a read_committed fetch's LSO) when given."""
+        upto = self.log_end_offset if max_offset is None else min(max_offset,
+                                                                   self.log_end_offset)
+        if offset >= upto or offset < self.log_start_offset:
             return b""
         s = self._segment_for(offset)
         segment = self.segments[s]
@@ -245,11 +303,13 @@ class PartitionLog:
             if s >= len(self.segments):
                 return b""
             segment, i = self.segments[s], 0
+        if segment.last_offsets[i] >= upto:
+            return b""
         start = segment.positions[i]
         end = start
         j = i
         count = len(segment.positions)
-        while j < count:
+        while j < count and segment.last_offsets[j] < upto:
             batch_end = segment.batch_end(j)
             if batch_end - start > max_bytes:
                 break
@@ -382,6 +442,7 @@ class PartitionLog:
             segment.close()
             segment.path.unlink(missing_ok=True)
         fsync_dir(self.directory)
+        self.transactions.truncate_before(self.log_start_offset)
         log.info("topic log segments deleted", topic=self.topic, partition=self.partition,
                  segments=len(doomed), log_start_offset=self.log_start_offset)
         return len(doomed)

@@ -87,6 +87,14 @@ class ProducerState:
                              f"{header.base_sequence} (incoming seq. number), {entry.last_seq} "
                              "(current end sequence number)")
 
+    def check_marker(self, producer_id: int, producer_epoch: int) -> None:
+        """Raise ``BatchError`` if a transaction marker's epoch is older than the producer's."""
+        entry = self._entries.get(producer_id)
+        if entry is not None and producer_epoch < entry.epoch:
+            raise BatchError(ErrorCode.invalid_producer_epoch,
+                             f"Epoch of producer {producer_id} in the marker is {producer_epoch}, "
+                             f"smaller than the last seen epoch {entry.epoch}")
+
     def update(self, header: BatchHeader, first_offset: int) -> None:
         """Record an appended batch (``header`` as appended, or as found when recovering)."""
         if not header.has_producer_id:
@@ -95,6 +103,8 @@ class ProducerState:
         if header.producer_epoch != entry.epoch:
             entry.epoch = header.producer_epoch
             entry.batches.clear()
+        if header.is_control:
+            return  # a transaction marker moves the epoch, not the sequence
         entry.batches.append(BatchMetadata(
             header.base_sequence, header.last_sequence, first_offset,
             first_offset + header.last_offset_delta, header.max_timestamp))

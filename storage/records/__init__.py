@@ -98,6 +98,13 @@ from storage.records.streams import (
     TopicConfig,
 )
 from storage.records.topics import TopicMetadataKey, TopicMetadataValue
+from storage.records.transactions import (
+    PartitionsSchema,
+    TransactionLogKey,
+    TransactionLogValue,
+    TxnOffsetCommitKey,
+    TxnOffsetCommitValue,
+)
 
 __all__ = [
     "DELTA_KEY_PREFIXES",
@@ -132,6 +139,7 @@ __all__ = [
     "OffsetCommitKey",
     "OffsetCommitValue",
     "PartitionMetadata",
+    "PartitionsSchema",
     "RecordType",
     "RemoveAccessControlEntryKey",
     "RemoveAccessControlEntryValue",
@@ -179,6 +187,10 @@ __all__ = [
     "TopicMetadataValue",
     "TopicPartitions",
     "TopicPartitionsInfo",
+    "TransactionLogKey",
+    "TransactionLogValue",
+    "TxnOffsetCommitKey",
+    "TxnOffsetCommitValue",
     "UserScramCredentialKey",
     "UserScramCredentialValue",
     "decode_key",

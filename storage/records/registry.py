@@ -22,6 +22,7 @@ from storage.records import (
     share,
     streams,
     topics,
+    transactions,
 )
 
 _HDR = struct.Struct(">h")
@@ -40,7 +41,7 @@ class RecordType:
 def _pairs() -> list[tuple[type[Any], type[Any]]]:
     pairs: list[tuple[type[Any], type[Any]]] = []
     for module in (offsets, classic, consumer, share, streams, topics, group_config, acls,
-                   scram):
+                   scram, transactions):
         for name, obj in vars(module).items():
             if name.endswith("Key") and isinstance(obj, type) and hasattr(obj, "TYPE_ID"):
                 value_cls = getattr(module, name[: -len("Key")] + "Value")

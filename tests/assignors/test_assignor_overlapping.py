@@ -134,6 +134,72 @@ def test_range_on_overlapping_subscriptions(group, data) -> None:
 
 
 @PROPS
+@given(overlapping_strategy(max_members=12), st.sampled_from((*RACKS, None)))
+def test_range_keeps_its_own_assignment(group, rack) -> None:
+    """Range's answer fed back is its answer again (every topic, sparse ones included, is
+    left as it is), and a member joining takes nothing from a topic with fewer partitions
+    than subscribers that is fully held: every holder keeps its partition."""
+    members, topics = group
+    assignor = RangeAssignor()
+    result = assignor.assign(build(members, topics))
+    again = with_current(members, result)
+    assert assignor.assign(build(again, topics)) == result
+    joiner = MemberSpec("new", frozenset(t.topic_id for t in topics), rack=rack)
+    joined = assignor.assign(build([*again, joiner], topics))
+    check_valid([*again, joiner], topics, joined)
+    subscribers = {t.topic_id: sum(t.topic_id in m.subscribed_topic_ids for m in members)
+                   for t in topics}
+    for m, ts in result.members.items():
+        for tid, parts in ts.items():
+            if len(parts) == 1 and subscribers[tid] >= next(
+                    t.partition_count for t in topics if t.topic_id == tid):
+                assert joined.members[m][tid] == parts, (m, tid)
+
+
+def _range_by_rack(members: list[MemberSpec], topic: TopicMetadata) -> dict[str, int]:
+    """Range's rule stated directly for one topic with fewer partitions than subscribers
+    and no current owners: the first ``n`` members (member id order) get one each; if some
+    member's rack lacks a replica of some partition, each partition in order goes to the
+    first of them on one of its replicas' racks that has none yet, and the partitions left
+    go in order to the members left."""
+    needy = sorted(m.member_id for m in members)[:topic.partition_count]
+    rack = {m.member_id: m.rack for m in members}
+    assert topic.partition_racks is not None
+    replicas = [set(topic.partition_racks[p]) for p in range(topic.partition_count)]
+    if all(r is None or r in racks for r in rack.values() for racks in replicas):
+        return {m: p for p, m in enumerate(needy)}
+    got: dict[str, int] = {}
+    left = []
+    for p in range(topic.partition_count):
+        taker = next((m for m in needy if m not in got and rack[m] in replicas[p]), None)
+        if taker is None:
+            left.append(p)
+        else:
+            got[taker] = p
+    rest = iter(left)
+    return {m: got[m] if m in got else next(rest) for m in needy}
+
+
+@PROPS
+@given(st.data())
+def test_range_rack_matching_of_sparse_topics(data) -> None:
+    """A topic with fewer partitions than subscribers, assigned from scratch with racks:
+    exactly :func:`_range_by_rack`."""
+    size = data.draw(st.integers(2, 14), label="members")
+    n = data.draw(st.integers(1, size - 1), label="partitions")
+    replicas = st.sets(st.sampled_from(RACKS), max_size=2)
+    topic = TopicMetadata(topic_id(0), "t0", n, data.draw(st.lists(replicas, min_size=n,
+                                                                   max_size=n)))
+    members = [MemberSpec(f"m{i:02d}", frozenset({topic.topic_id}),
+                          rack=data.draw(st.sampled_from((*RACKS, None))))
+               for i in range(size)]
+    result = RangeAssignor().assign(build(members, [topic])).members
+    expected = _range_by_rack(members, topic)
+    assert {m: ts[topic.topic_id] for m, ts in result.items() if ts} == {
+        m: (p,) for m, p in expected.items()}
+
+
+@PROPS
 @given(overlapping_strategy(), st.data())
 def test_lag_on_overlapping_subscriptions(group, data) -> None:
     members, topics = group

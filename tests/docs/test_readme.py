@@ -203,6 +203,9 @@ NOT_SERVER_CONFIGS = {
     "group.instance.id": "a consumer's config (static membership)",
     "group.protocol": "a consumer's config (`group.protocol=consumer`)",
     "gc.freeze": "Python's gc.freeze(), not a config",
+    "transactional.id": "a producer's config (transactions)",
+    "transaction.timeout.ms": "a producer's config (transactions)",
+    "isolation.level": "a consumer's config (`read_committed`)",
 }
 FILE_SUFFIXES = {"properties", "html", "md", "json", "yml", "yaml", "toml", "py", "txt"}
 CONFIG_KEY = re.compile(r"[a-z][a-z0-9]*(?:\.[a-z0-9]+)+")

@@ -127,6 +127,19 @@ def metadata_request(version: int, topics: list[str] | None = None,
     return protocol.make(request, topics=entries, allow_auto_topic_creation=allow_auto)
 
 
+def offset_fetch_request(group: str, topic: str, partitions: list[int],
+                         require_stable: bool = False) -> Any:
+    """OffsetFetch v8 for some partitions of one topic of one group."""
+    return protocol.make(
+        kio_class("offset_fetch", 8, "request", "OffsetFetchRequest"),
+        groups=(protocol.make(
+            kio_class("offset_fetch", 8, "request", "OffsetFetchRequestGroup"),
+            group_id=group, topics=(protocol.make(
+                kio_class("offset_fetch", 8, "request", "OffsetFetchRequestTopics"),
+                name=topic, partition_indexes=tuple(partitions)),)),),
+        require_stable=require_stable)
+
+
 @pytest.fixture
 def wire(shared_server: ServerProcess) -> Iterator[WireClient]:
     """A raw connection to the module's shared server."""

@@ -218,11 +218,12 @@ def test_raw_find_coordinator_single_key(wire: WireClient, shared_server: Server
 
 
 @pytest.mark.parametrize("version", [1, 3])
-def test_raw_find_coordinator_transaction_key_is_not_available(wire: WireClient,
-                                                               version: int) -> None:
+def test_raw_find_coordinator_transaction_key_is_this_node(wire: WireClient,
+                                                           shared_server: ServerProcess,
+                                                           version: int) -> None:
     response = wire.request(find_request(version, key="txn", key_type=1))
-    assert response.error_code == ErrorCode.coordinator_not_available
-    assert response.node_id == -1
+    assert response.error_code == ErrorCode.none
+    assert (response.node_id, response.port) == (1, shared_server.port)
 
 
 @pytest.mark.parametrize("version", [4, 5, 6])

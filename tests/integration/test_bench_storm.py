@@ -10,7 +10,7 @@ import sys
 import pytest
 
 KEYS = {"interval_ms", "offload", "bystander_p50_ms", "bystander_p99_ms", "bystander_max_ms",
-        "large_group_stable_s"}
+        "large_group_stable_s", "large_group_heartbeats_per_s"}
 
 
 @pytest.mark.slow
@@ -31,3 +31,4 @@ def test_bench_storm_reports_each_setting_as_a_json_line() -> None:
         # bystanders heartbeat once a second: two seconds of each setting gave samples
         assert 0 < row["bystander_p50_ms"] <= row["bystander_p99_ms"] <= row["bystander_max_ms"]
         assert row["large_group_stable_s"] is not None  # the churned group settled again
+        assert row["large_group_heartbeats_per_s"] > 0  # its members' joins at least

@@ -67,5 +67,39 @@ def test_regex_on_the_wire(regex_server: ServerProcess) -> None:
         assert "not a valid regular expression" in bad.error_message
         joined = _heartbeat(wire, "wired", "m", 0, regex="wire-regex-.*")
         assert joined.error_code == 0 and joined.member_epoch == 2
-        assert joined.assignment is not None
-        assert sorted(len(tp.partitions) for tp in joined.assignment.topic_partitions) == [3]
+        # resolved off the request path (issue 24): nothing matched in the answer to the join,
+        # which asks the member back soon for what the resolution brings
+        assert joined.assignment is not None and not joined.assignment.topic_partitions
+        assert joined.heartbeat_interval < datetime.timedelta(milliseconds=500)
+        got = wait_until(lambda: _heartbeat(wire, "wired", "m", 2).assignment, 20,
+                         message="the matched topic's partitions")
+        assert sorted(len(tp.partitions) for tp in got.topic_partitions) == [3]
+
+
+def test_named_topics_are_assigned_before_the_regex_matches_as_kafka_does(
+        regex_server: ServerProcess) -> None:
+    """librdkafka's 0045-subscribe_update (do_test_resubscribe_with_regex) asserts this order
+    against Kafka: the literal topic's partitions in one assignment, the regex's at a later
+    heartbeat, the regex being resolved asynchronously."""
+    from confluent_kafka import Consumer
+
+    create_topic(regex_server.bootstrap, "topic_regex1", 4)
+    create_topic(regex_server.bootstrap, "topic_regex2", 4)
+    create_topic(regex_server.bootstrap, "topic_a", 2)
+    assigned: list[set[tuple[str, int]]] = []
+    consumer = Consumer({"bootstrap.servers": regex_server.bootstrap, "group.id": "literal-first",
+                         "group.protocol": "consumer", "enable.auto.commit": False})
+    try:
+        consumer.subscribe(["^.*topic_regex.*", "topic_a"], on_assign=lambda _c, parts: (
+            assigned.append({(p.topic, p.partition) for p in parts}) if parts else None))
+
+        def everything() -> bool:
+            consumer.poll(0.05)
+            return len(set().union(*assigned)) == 10
+
+        wait_until(everything, 30, interval=0.0, message="all ten partitions")
+    finally:
+        consumer.close()
+    assert assigned[0] == {("topic_a", 0), ("topic_a", 1)}, assigned
+    assert set().union(*assigned[1:]) == {(t, p) for t in ("topic_regex1", "topic_regex2")
+                                          for p in range(4)}

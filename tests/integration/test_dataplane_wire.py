@@ -142,5 +142,8 @@ def test_init_producer_id_gives_distinct_ids(wire: WireClient) -> None:
     transactional = protocol.make(cls, transactional_id="tx",
                                   transaction_timeout=datetime.timedelta(seconds=60),
                                   producer_id=-1, producer_epoch=-1)
-    assert wire.request(transactional).error_code == \
-        ErrorCode.transactional_id_authorization_failed
+    fresh, again = wire.request(transactional), wire.request(transactional)
+    assert fresh.error_code == again.error_code == ErrorCode.none
+    # a transactional id keeps its producer id; each InitProducerId bumps its epoch
+    assert fresh.producer_id == again.producer_id != first.producer_id
+    assert (fresh.producer_epoch, again.producer_epoch) == (0, 1)

@@ -27,7 +27,7 @@ import storage.dump
 from coordinator.runtime import partition_for
 from protocol import ErrorCode
 from tests.harness import ServerProcess, wait_until
-from tests.integration.conftest import WireClient, kio_class
+from tests.integration.conftest import WireClient, kio_class, offset_fetch_request
 
 TOPIC = "orders"
 TOPIC_PARTITIONS = 4
@@ -168,14 +168,7 @@ def partitions_with_commits(log_dir: Path) -> list[int]:
 def wire_offset_fetch(bootstrap: str, group: str, partitions: list[int],
                       client: WireClient | None = None) -> Any:
     """OffsetFetch v8 for one group's TOPIC partitions: the response's group entry."""
-    request = protocol.make(
-        kio_class("offset_fetch", 8, "request", "OffsetFetchRequest"),
-        groups=(protocol.make(
-            kio_class("offset_fetch", 8, "request", "OffsetFetchRequestGroup"),
-            group_id=group, topics=(protocol.make(
-                kio_class("offset_fetch", 8, "request", "OffsetFetchRequestTopics"),
-                name=TOPIC, partition_indexes=tuple(partitions)),)),),
-        require_stable=False)
+    request = offset_fetch_request(group, TOPIC, partitions)
     if client is not None:
         [result] = client.request(request).groups
         return result

@@ -10,5 +10,6 @@ from coordinator.bench.heartbeats import run_bench
 @pytest.mark.slow
 def test_bench_heartbeats_over_sasl_ssl() -> None:
     row = run_bench("SASL_SSL", "SCRAM-SHA-256", connections=2, seconds=0.5, warmup=0.1)
+    assert isinstance(row, dict)  # one closed-loop run
     assert row["security_protocol"] == "SASL_SSL" and row["heartbeats"] > 0
     assert row["heartbeats_per_s"] > 0 and 0 < row["p50_ms"] <= row["p99_ms"]

@@ -1,7 +1,7 @@
 """The Makefile's install paths, run for real by the real ``make`` against a copy of the
 repository's Makefile, with stand-ins for everything they would install or run.
 
-PATH holds only a temporary bin directory, so the machine's own kcat, prometheus, promtool,
+PATH holds only a temporary bin directory, so the machine's own kcat, prometheus, promtool, gcc,
 apt-get and sudo are hidden whatever the machine has. The stand-ins record their argv: apt-get
 also records the DEBIAN_FRONTEND it sees and whether it runs privileged (root per the stand-in
 ``id``, whose ``-u`` answer each test picks, or through the stand-in sudo), fails as apt does
@@ -29,7 +29,7 @@ MAKEFILE = REPO / "Makefile"
 MAKE = shutil.which("make")  # resolved before any test narrows PATH (`make test` runs us)
 
 # Debian package -> the commands it installs (what the Makefile's SYSTEM_DEPS expects).
-PACKAGES = {"kcat": ("kcat",), "prometheus": ("prometheus", "promtool")}
+PACKAGES = {"kcat": ("kcat",), "prometheus": ("prometheus", "promtool"), "gcc": ("gcc",)}
 COMMANDS = frozenset(command for commands in PACKAGES.values() for command in commands)
 
 # record FILE FIELD...: appends one line, the fields separated by tabs.
@@ -62,6 +62,7 @@ if [ "$1" = install ]; then
       -*) ;;
       kcat) provide kcat ;;
       prometheus) provide prometheus; provide promtool ;;
+      gcc) provide gcc ;;
       *) echo "E: Unable to locate package $pkg" >&2; exit 100 ;;
     esac
   done
@@ -200,10 +201,11 @@ def new_machine(tmp_path: Path) -> NewMachine:
 # (commands already on PATH, the packages system-deps must ask for, in the Makefile's order)
 CASES = {
     "nothing missing": (COMMANDS, []),
-    "kcat missing": ({"prometheus", "promtool"}, ["kcat"]),
-    "prometheus and promtool missing": ({"kcat"}, ["prometheus"]),
-    "promtool missing": ({"kcat", "prometheus"}, ["prometheus"]),
-    "all missing": (frozenset(), ["kcat", "prometheus"]),
+    "kcat missing": ({"prometheus", "promtool", "gcc"}, ["kcat"]),
+    "prometheus and promtool missing": ({"kcat", "gcc"}, ["prometheus"]),
+    "promtool missing": ({"kcat", "prometheus", "gcc"}, ["prometheus"]),
+    "gcc missing": ({"kcat", "prometheus", "promtool"}, ["gcc"]),
+    "all missing": (frozenset(), ["kcat", "prometheus", "gcc"]),
 }
 case_params = pytest.mark.parametrize(("present", "wanted"), list(CASES.values()),
                                       ids=list(CASES))

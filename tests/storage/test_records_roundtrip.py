@@ -121,6 +121,8 @@ def test_type_ids_are_kafkas() -> None:
         1004: "AccessControlEntry",  # Kafka's metadata record type 18
         1005: "RemoveAccessControlEntry",  # Kafka's metadata record type 19
         1006: "UserScramCredential",  # Kafka's metadata record type 11
+        1010: "TransactionLog",  # Kafka's __transaction_state record (key version 0)
+        1011: "TxnOffsetCommit",  # ours: a pending transactional offset
     }
 
 

@@ -41,7 +41,9 @@ def test_without_a_target_yet_the_first_member_gets_epoch_1_and_nothing() -> Non
     response = ctx.heartbeat(member_id="a", topics=["t"])
     assert (response.member_epoch, ctx.named(response.assignment)) == (1, {})
     assert (ctx.group().group_epoch, ctx.group().assignment_epoch) == (2, 0)
-    ctx.finish_runs()
+    assert ctx.pending_runs() == 0  # the first run waits for more members (issue 24)...
+    ctx.advance(ctx.env.settings.first_target_window_ms)
+    assert ctx.finish_runs() == 1  # ...then starts from the assign timer
     assert [r.assignment_epoch for r in target_records(ctx)] == [2]
     again = ctx.heartbeat(member_id="a", member_epoch=1)
     assert (again.member_epoch, ctx.named(again.assignment)) == (2, {"t": set(range(8))})

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from coordinator.groups.consumer import regex as consumer_regex
 from coordinator.groups.consumer.env import ConsumerGroupSettings
 from coordinator.groups.consumer.heartbeat import refresh_subscription_metadata
 from coordinator.groups.consumer.model import GroupState
@@ -208,3 +209,57 @@ def test_record_value_layout() -> None:
     assert key.group_id == "g"
     assert isinstance(value, ConsumerGroupRegularExpressionValue)
     assert (value.topics, value.timestamp) == (("regex-topic-a",), ctx.now)
+
+
+# ------------------------------------------------------------------------------ in the background
+def background() -> ConsumerGroupContext:
+    """As the server runs: an offloader, so regexes are resolved off the request path (the
+    targets still computed inline, to keep the steps few)."""
+    ctx = ConsumerGroupContext(ConsumerGroupSettings(assignment_interval_ms=0,
+                                                     assignor_offload=False), offload=True)
+    ctx.create_topic("regex-topic-a", 2)
+    ctx.create_topic("regex-topic-b", 2)
+    ctx.create_topic("other", 3)
+    return ctx
+
+
+def test_named_topics_come_first_and_the_regex_matches_at_a_later_heartbeat() -> None:
+    ctx = background()
+    first = ctx.heartbeat(member_id="a", topics=["other"], regex="regex-topic-.*")
+    assert ctx.named(first.assignment) == {"other": {0, 1, 2}}  # the regex: nothing yet
+    assert regex_records(ctx) == []  # nothing resolved on the request path
+    assert first.heartbeat_interval_ms < 100  # its regex is pending: come back soon
+    assert ctx.finish_tasks() == 1  # the resolution, in the background
+    assert regex_records(ctx) == [("regex-topic-.*", ("regex-topic-a", "regex-topic-b"))]
+    assert ctx.group().group_epoch == 3  # its topics changed the subscription
+    ctx.advance(0)  # the assign timer the bump armed computes the target
+    later = ctx.heartbeat(member_id="a", member_epoch=2, owned={"other": [0, 1, 2]})
+    assert ctx.named(later.assignment) == {"other": {0, 1, 2}, "regex-topic-a": {0, 1},
+                                           "regex-topic-b": {0, 1}}
+
+
+def test_a_topic_change_resolves_in_the_background_and_one_resolution_runs_at_a_time() -> None:
+    ctx = background()
+    ctx.heartbeat(member_id="a", regex="regex-topic-.*")
+    ctx.create_topic("regex-topic-c", 4)
+    topic_change(ctx, "regex-topic-c")  # while the first resolution is in flight
+    assert ctx.offloader is not None and len(ctx.offloader.tasks) == 1
+    ctx.finish_tasks()  # the first one, without regex-topic-c; then the one it was behind
+    assert ctx.finish_tasks() == 1
+    assert ctx.group().resolved_regexes["regex-topic-.*"].topics == {
+        "regex-topic-a", "regex-topic-b", "regex-topic-c"}
+    assert ctx.finish_tasks() == 0
+
+
+def test_a_result_for_a_regex_nobody_uses_any_more_writes_nothing_for_it() -> None:
+    ctx = background()
+    ctx.heartbeat(member_id="a", regex="regex-topic-.*")
+    ctx.heartbeat(member_id="a", member_epoch=2, topics=["other"], regex="")
+    ctx.finish_tasks()
+    assert regex_records(ctx) == []
+    assert "regex-topic-.*" not in ctx.group().resolved_regexes
+
+
+def test_resolve_all_matches_whole_names_and_times_itself() -> None:
+    found, took_ms = consumer_regex.resolve_all((("t-.*", "x"), ("t-1", "t-2", "u-1", "x")))
+    assert found == {"t-.*": ("t-1", "t-2"), "x": ("x",)} and took_ms >= 0

@@ -88,9 +88,22 @@ def test_snapshot_counts_partitions_groups_and_offsets(ctx: ShardContext,
 def test_event_listener_feeds_the_runtime_sensors(obs: observability.Observability) -> None:
     obs.on_event(0, 2.0, 5.0)
     obs.on_event(3, 4.0, 1.0)
+    obs.flush_events()  # the server flushes on a timer and before every scrape's snapshot
     assert obs.event_queue_time.summary()["max"] == 4.0
     assert obs.event_processing_time.summary()["p50"] == 1.0
     assert obs.thread_idle.avg() < 1.0
+
+
+def test_event_times_are_recorded_in_batches(obs: observability.Observability) -> None:
+    for n in range(observability.EVENT_BATCH - 1):
+        obs.on_event(0, float(n), 1.0)
+    assert obs.event_queue_time.summary()["max"] == 0.0  # gathered, not yet recorded
+    obs.on_event(0, 10_000.0, 1.0)  # the batch is full: recorded at once
+    assert obs.event_queue_time.summary()["max"] == 10_000.0
+    assert obs.event_processing_time.summary()["avg"] == 1.0
+    obs.on_event(0, 3.0, 2.0)
+    obs.snapshot()  # a scrape's snapshot records what was gathered first
+    assert obs.event_processing_time.summary()["max"] == 2.0
 
 
 def test_partitions_moved() -> None:

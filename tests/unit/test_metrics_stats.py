@@ -125,3 +125,19 @@ def test_busy_ratio_counts_threads_and_clamps(clock: FakeClock) -> None:
     assert ratio.avg() == pytest.approx(0.5)
     ratio.record_busy(100.0)
     assert ratio.avg() == 0.0
+
+
+def test_record_many_is_record_of_each_value() -> None:
+    from metrics.stats import SampledWindow, WindowConfig
+
+    values = [float(v % 97) for v in range(10_000)]  # more than a sample keeps: the reservoir
+    one, many = (SampledWindow(WindowConfig(), lambda: 5.0, keep_values=True, seed=3)
+                 for _ in range(2))
+    for value in values:
+        one.record(value)
+    many.record_many(values[:5000])
+    many.record_many(values[5000:])
+    assert many.count() == one.count() == 10_000
+    assert many.total() == one.total() and many.max() == one.max() and many.min() == one.min()
+    assert many.percentiles([("p50", 0.5), ("p99", 0.99)]) == \
+        one.percentiles([("p50", 0.5), ("p99", 0.99)])

@@ -15,8 +15,11 @@ from storage.records import (
 
 
 def context(interval_ms: int = 0, offload: bool = True) -> ConsumerGroupContext:
+    # A new group's first run starts at its first heartbeat here (no window, as seed 000 has
+    # it): these tests are about runs in flight; test_pacing.py has the window.
     ctx = ConsumerGroupContext(ConsumerGroupSettings(assignment_interval_ms=interval_ms,
-                                                     assignor_offload=offload), offload=True)
+                                                     assignor_offload=offload,
+                                                     first_target_window_ms=0), offload=True)
     ctx.create_topic("t", 6)
     ctx.create_topic("u", 4)
     return ctx

@@ -302,6 +302,27 @@ async def test_an_unkeyed_write_holds_back_every_groups_answers(
     assert await asyncio.wait_for(keyed, 5) == 3
 
 
+async def test_a_stalled_fsync_holds_back_only_its_own_partitions_answers(
+        make_runtime: RuntimeFactory) -> None:
+    """Each partition's fsync rounds are its own: while partition 0's fsync stalls, writes to
+    partition 1 are made durable and answered, round after round; what partition 0 appends
+    meanwhile goes out in its next round."""
+    runtime = await make_runtime(num_partitions=2)
+    entered, release = block_flush(runtime, 0)
+    try:
+        stalled = asyncio.ensure_future(runtime.write(0, put("g", 0, 1, "stalled")))
+        await until(entered.is_set, message="partition 0's fsync to start")
+        for i in range(5):  # each write waits for a round of partition 1 of its own
+            assert await asyncio.wait_for(runtime.write(1, put("h", 0, i, i)), 5) == i
+        later = asyncio.ensure_future(runtime.write(0, put("g", 0, 2, "later")))
+        await until(lambda: runtime.queue_size(0) == 0, message="partition 0 to run its queue")
+        assert not stalled.done() and not later.done()
+    finally:
+        release.set()
+    assert await asyncio.wait_for(stalled, 5) == "stalled"
+    assert await asyncio.wait_for(later, 5) == "later"
+
+
 async def test_a_failed_fsync_fails_the_waiting_requests_and_reloads_the_partition(
         make_runtime: RuntimeFactory, tmp_path: Path) -> None:
     runtime = await make_runtime()

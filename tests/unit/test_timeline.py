@@ -517,6 +517,7 @@ def test_an_offloaded_target_says_so(attached: TimelineStore) -> None:
     settings = ConsumerGroupSettings(assignment_interval_ms=0, assignor_offload=True)
     ctx = fed_context(attached, settings=settings, offload=True)
     ctx.heartbeat(member_id="m1", topics=["orders"])
+    ctx.advance(settings.first_target_window_ms)  # the new group's first run starts
     assert ctx.finish_runs() == 1
     events = attached.events(G)
     assert events is not None

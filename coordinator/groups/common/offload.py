@@ -65,6 +65,16 @@ class Offloader(Protocol):
     def submit(self, partition: int, run: AssignorRun) -> None: ...
 
 
+WriteOf = Callable[[Any], Callable[[Any, int], Result]]
+"""Given a background task's outcome (its result or the exception it failed with), the write
+event that applies it on the partition."""
+
+
+class TaskOffloader(Protocol):
+    def submit_task(self, partition: int, task: Callable[[Any], Any], payload: Any,
+                    write: WriteOf, group_id: str) -> None: ...
+
+
 def new_run(group: OffloadedGroup, prepared: Any, installer: Installer,
             runner: Callable[[Any], Any] = run_job) -> AssignorRun:
     return AssignorRun(next(_run_ids), group, prepared, installer, runner)
@@ -169,8 +179,19 @@ class ExecutorOffloader:
         self.executor = executor
         self.runtime = runtime
         self._tasks: set[asyncio.Task[None]] = set()
+        self.closed = False
+        """Set by ``close`` as the server stops: a run or task submitted after it (a timer
+        firing while the executor stops) is dropped, its result would have nowhere to go."""
+
+    def _dropped(self, what: str, group_id: str) -> bool:
+        if self.closed:
+            log.info("background work dropped: the server is stopping", work=what,
+                     group_id=group_id)
+        return self.closed
 
     def submit(self, partition: int, run: AssignorRun) -> None:
+        if self._dropped("assignor run", run.prepared.job.group_id):
+            return
         def done(outcome: Any) -> None:
             task = asyncio.get_running_loop().create_task(self._install(partition, run, outcome))
             self._tasks.add(task)
@@ -191,7 +212,32 @@ class ExecutorOffloader:
             if run.group.assignor_run == run.run_id:
                 run.group.assignor_run = None
 
+    def submit_task(self, partition: int, task: Callable[[Any], Any], payload: Any,
+                    write: WriteOf, group_id: str) -> None:
+        """Run ``task(payload)`` (a module-level function: it is pickled) on the executor; its
+        outcome comes back as one write event on ``partition`` (e.g. a regex resolution)."""
+        if self._dropped(getattr(task, "__name__", "task"), group_id):
+            return
+
+        def done(outcome: Any) -> None:
+            task_ = asyncio.get_running_loop().create_task(
+                self._write(partition, write(outcome), group_id))
+            self._tasks.add(task_)
+            task_.add_done_callback(self._tasks.discard)
+
+        self.executor.submit(task, payload, done)
+
+    async def _write(self, partition: int, handler: Callable[[Any, int], Result],
+                     group_id: str) -> None:
+        try:
+            await self.runtime.write(partition, handler, name="BackgroundResult",
+                                     group_id=group_id)
+        except CoordinatorError as exc:
+            log.warning("background result not applied", group_id=group_id,
+                        error=exc.code.name)
+
     async def close(self) -> None:
+        self.closed = True
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)

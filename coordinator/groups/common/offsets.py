@@ -9,7 +9,12 @@ from typing import Any
 
 from coordinator.runtime import Result
 from protocol import ErrorCode
-from storage.records import OffsetCommitKey, OffsetCommitValue
+from storage.records import (
+    OffsetCommitKey,
+    OffsetCommitValue,
+    TxnOffsetCommitKey,
+    TxnOffsetCommitValue,
+)
 
 NO_OFFSET = -1
 NO_LEADER_EPOCH = -1
@@ -47,9 +52,67 @@ class OffsetCommit:
     group_instance_id: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class PendingOffset:
+    """A transactional offset waiting for its transaction's marker."""
+
+    producer_epoch: int
+    offset: CommittedOffset
+
+
 class OffsetsState:
     def __init__(self) -> None:
         self._groups: dict[str, dict[tuple[str, int], CommittedOffset]] = {}
+        self._pending: dict[str, dict[int, dict[tuple[str, int], PendingOffset]]] = {}
+        """Pending transactional offsets: group -> producer id -> partition -> offset (Kafka's
+        ``pendingTransactionalOffsets``), kept apart from the committed ones."""
+
+    def replay_pending(self, key: TxnOffsetCommitKey, value: TxnOffsetCommitValue | None
+                       ) -> None:
+        tp = (key.topic, key.partition)
+        if value is None:
+            by_producer = self._pending.get(key.group)
+            if by_producer is None or key.producer_id not in by_producer:
+                return
+            offsets = by_producer[key.producer_id]
+            offsets.pop(tp, None)
+            if not offsets:
+                del by_producer[key.producer_id]
+            if not by_producer:
+                del self._pending[key.group]
+            return
+        self._pending.setdefault(key.group, {}).setdefault(key.producer_id, {})[tp] = \
+            PendingOffset(value.producer_epoch, CommittedOffset(
+                value.offset, value.leader_epoch, value.metadata, value.commit_timestamp))
+
+    def pending(self, group_id: str, producer_id: int) -> dict[tuple[str, int], PendingOffset]:
+        return dict(self._pending.get(group_id, {}).get(producer_id, {}))
+
+    def groups_pending_from(self, producer_id: int) -> list[str]:
+        """The groups with pending transactional offsets of ``producer_id``."""
+        return [g for g, by_producer in self._pending.items() if producer_id in by_producer]
+
+    def has_pending(self, group_id: str, topic: str | None = None,
+                    partition: int | None = None) -> bool:
+        """Whether the group (or one of its partitions) has a pending transactional offset."""
+        by_producer = self._pending.get(group_id)
+        if not by_producer:
+            return False
+        if topic is None:
+            return True
+        return any((topic, partition) in offsets for offsets in by_producer.values())
+
+    def pending_tombstones(self, group_id: str, producer_id: int | None = None
+                           ) -> list[tuple[TxnOffsetCommitKey, None]]:
+        """Tombstones for the group's pending offsets (of one producer, or all)."""
+        return [(TxnOffsetCommitKey(group=group_id, topic=topic, partition=partition,
+                                    producer_id=pid), None)
+                for pid, offsets in self._pending.get(group_id, {}).items()
+                if producer_id is None or pid == producer_id
+                for topic, partition in offsets]
+
+    def pending_count(self) -> int:
+        return sum(len(o) for p in self._pending.values() for o in p.values())
 
     def replay(self, key: OffsetCommitKey, value: OffsetCommitValue | None) -> None:
         tp = (key.topic, key.partition)
@@ -124,3 +187,9 @@ def replay(shard: Any, offset: int, key: OffsetCommitKey, value: OffsetCommitVal
            ) -> None:
     """The replayer of ``OffsetCommit`` records: into ``shard.offsets``."""
     shard.offsets.replay(key, value)
+
+
+def replay_pending(shard: Any, offset: int, key: TxnOffsetCommitKey,
+                   value: TxnOffsetCommitValue | None) -> None:
+    """The replayer of ``TxnOffsetCommit`` records (pending transactional offsets)."""
+    shard.offsets.replay_pending(key, value)

@@ -14,6 +14,7 @@ from typing import Any
 
 from coordinator.observability.logs import get_logger
 from coordinator.runtime import TimerQueue
+from coordinator.transaction import TransactionsState
 
 from .configs import ClassicConfig, OffsetsRetention
 from .offsets import OffsetsState
@@ -37,6 +38,8 @@ class CoordinatorShard:
         self.offsets_retention = offsets_retention
         self.timers = TimerQueue()
         self.offsets = OffsetsState()
+        self.transactions = TransactionsState()
+        """The transactional ids this partition coordinates (TransactionLog records)."""
         self.groups: dict[str, Any] = {}
         self.group_configs: dict[str, dict[str, str]] = {}
         """Per-group config overrides (``GroupConfig`` records), by group id."""

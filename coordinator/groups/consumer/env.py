@@ -39,6 +39,9 @@ class ConsumerGroupSettings:
     migration_policy: str = "bidirectional"
     """``group.consumer.migration.policy``: bidirectional, upgrade, downgrade or disabled."""
     regex_refresh_interval_ms: int = 600000
+    first_target_window_ms: int = 80
+    """How long after the last member joined a new group's first offloaded run waits for more
+    (``pacing``; not a config: 0 starts it at the first heartbeat, as seed 000 does)."""
 
     @classmethod
     def from_config(cls, config: Any) -> ConsumerGroupSettings:

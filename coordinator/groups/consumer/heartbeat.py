@@ -25,7 +25,7 @@ from coordinator.runtime import CoordinatorError, Result
 from coordinator.runtime.result import Record
 from protocol import ErrorCode
 
-from . import records
+from . import pacing, records
 from . import regex as consumer_regex
 from .env import ConsumerGroupEnv, installed
 from .lag_inputs import LAG_ASSIGNOR, topic_offsets
@@ -44,7 +44,7 @@ from .model import (
 )
 from .offload import start_effect
 from .reconcile import reconcile
-from .target import assignment_due, build_target, subscribed_ids
+from .target import TargetResult, assignment_due, build_target, subscribed_ids
 
 log = get_logger("coordinator.groups.consumer")
 
@@ -301,6 +301,8 @@ def rearm_on_load(shard: Any, now_ms: int) -> None:
                                      _classic_session_ms(member))
             if member.state is MemberState.UNREVOKED_PARTITIONS:
                 schedule_rebalance_timeout(shard, env, group.group_id, member, now_ms)
+        if group.members and group.group_epoch > group.assignment_epoch:
+            arm_after_bump(shard, env, group, now_ms)
 
 
 
@@ -499,13 +501,20 @@ def heartbeat(shard: Any, now_ms: int, env: ConsumerGroupEnv,
     if is_new:
         log.info("member joins the consumer group", group_id=gid, member_id=updated.member_id,
                  instance_id=updated.instance_id)
-    #    Regexes (consumer_regex): a new one is resolved now, all of them once the refresh
-    #    interval passed; a changed resolution bumps the group epoch.
+    #    Regexes (consumer_regex): a new one is resolved, all of them once the refresh interval
+    #    passed, in the background (the result bumps the group epoch if the topics changed);
+    #    inline without an offloader, a changed resolution bumping the epoch now.
     gone = [m for m in (group.member(member.member_id), replaced) if m is not None]
     due = consumer_regex.refresh_due(group, now_ms, settings.regex_refresh_interval_ms)
-    regex_records, resolution = consumer_regex.refresh(
-        group, consumer_regex.regex_counts_after(group, gone, [updated]), env.topics, now_ms,
-        everything=due, rewrite=due)
+    wanted = consumer_regex.regex_counts_after(group, gone, [updated])
+    regex_effect = None
+    if consumer_regex.offloads(env):
+        regex_records, resolution = consumer_regex.known(group, wanted)
+        if due or any(regex not in resolution for regex in wanted):
+            regex_effect = consumer_regex.start_resolution(shard, env, gid, now_ms)
+    else:
+        regex_records, resolution = consumer_regex.refresh(
+            group, wanted, env.topics, now_ms, everything=due, rewrite=due)
     out += regex_records
     bump = group.group_epoch == 0 or \
         updated.subscribed_topic_names != member.subscribed_topic_names or \
@@ -513,20 +522,38 @@ def heartbeat(shard: Any, now_ms: int, env: ConsumerGroupEnv,
         resolution != consumer_regex.resolved_topics(group)
     group_epoch = group.group_epoch
     metadata: Mapping[str, SubscribedTopic] = group.subscription_metadata
+    offload = own.assignor_offload and env.offloader is not None
+    # A new group's first offloaded run waits a moment for more members (``pacing``); those
+    # joining meanwhile are in it, at epoch 2, without a bump of their own.
+    first_window = offload and settings.first_target_window_ms > 0 and \
+        group.assignment_epoch == 0 and group.assignor_run is None
     if bump:
         metadata = subscription_after(group, gone, [updated], env, resolution)
         if metadata != group.subscription_metadata:
             out.append(records.subscription_metadata(gid, metadata.values()))
-        group_epoch = _next_group_epoch(group)
-        out.append(records.group_epoch(gid, group_epoch))
-        log.info("bumped group epoch", group_id=gid, group_epoch=group_epoch)
-        sensors.record_rebalance(gid)
+        if not (first_window and group.group_epoch == FIRST_GROUP_EPOCH):
+            group_epoch = _next_group_epoch(group)
+            out.append(records.group_epoch(gid, group_epoch))
+            log.info("bumped group epoch", group_id=gid, group_epoch=group_epoch)
+            sensors.record_rebalance(gid)
 
     # 2. A new target assignment, if one is due and no run is in flight (seed 000): inline, or
-    #    offloaded (the target stays as it is until the run's result is installed).
-    offload = own.assignor_offload and env.offloader is not None
-    if group.assignor_run is None and assignment_due(group, group_epoch, now_ms,
-                                                     own.assignment_interval_ms):
+    #    offloaded (the target stays as it is until the run's result is installed). When none
+    #    starts now, the group's assign timer starts it as soon as it may (``pacing``).
+    run_started = False
+    target_of = replaced.member_id if replaced is not None else updated.member_id
+    if first_window:
+        quiet = settings.first_target_window_ms
+        if group.group_epoch == 0:  # the first member: the group exists once records replay
+            arm_assign_timer(shard, env, gid, now_ms + quiet)
+        elif is_new:  # one more joins: the window stays open a little longer
+            reschedule_assign_timer(shard, env, gid,
+                                    pacing.window_close_at(shard, group, now_ms, quiet))
+        else:
+            arm_assign_timer(shard, env, gid, now_ms + quiet)  # armed already, normally
+        target_epoch, target = group.effective_target(target_of)
+    elif group.assignor_run is None and assignment_due(group, group_epoch, now_ms,
+                                                       own.assignment_interval_ms):
         members = dict(group.members)
         targets = dict(group.target)
         if replaced is not None:
@@ -535,29 +562,19 @@ def heartbeat(shard: Any, now_ms: int, env: ConsumerGroupEnv,
         members[updated.member_id] = updated
         members = {mid: consumer_regex.with_regex_topics(m, resolution)
                    for mid, m in members.items()}
-        assignor_name = _preferred_assignor(members.values(), settings.default_assignor)
-        offsets = (topic_offsets(shard, gid, metadata, env.log_offsets)
-                   if assignor_name == LAG_ASSIGNOR else None)
-        if offload:
-            prepared = build_job(gid, group_epoch, assignor_name, members, targets, metadata,
-                                 offsets, settings.lag_options, group.job_targets)
-            effect = start_effect(shard, gid, prepared, env.offloader)
-            target_epoch, target = group.effective_target(
-                replaced.member_id if replaced is not None else updated.member_id)
-            log.info("offloaded target assignment", group_id=gid, group_epoch=group_epoch,
-                     assignor=assignor_name, members=len(members))
+        run_records, effect, result = _start_run(shard, env, group, group_epoch, members,
+                                                 targets, metadata, now_ms, offload)
+        out += run_records
+        if result is None:
+            run_started = True
+            target_epoch, target = group.effective_target(target_of)
         else:
-            result = build_target(group, group_epoch, members, targets, metadata,
-                                  env.assignor(assignor_name), now_ms, offsets,
-                                  dict(settings.lag_options))
-            out += result.records
             target_epoch, target = result.epoch, result.assignments.get(updated.member_id, {})
-            log.info("computed target assignment", group_id=gid,
-                     assignment_epoch=target_epoch, assignor=assignor_name,
-                     members=len(members), assign_ms=round(result.assign_ms, 2))
     else:
-        target_epoch, target = group.effective_target(
-            replaced.member_id if replaced is not None else updated.member_id)
+        target_epoch, target = group.effective_target(target_of)
+        if group_epoch > group.assignment_epoch and group.assignor_run is None:
+            arm_assign_timer(shard, env, gid, pacing.next_run_at(
+                group, now_ms, own.assignment_interval_ms))
 
     # 3. Reconciliation towards the target.
     reconciled = reconcile(updated, target_epoch, target, group.current_partition_epoch,
@@ -582,10 +599,93 @@ def heartbeat(shard: Any, now_ms: int, env: ConsumerGroupEnv,
              or request.subscribed_topic_regex is not None))
     changed = (reconciled.assigned_partitions is not member.assigned_partitions
                and reconciled.assigned_partitions != member.assigned_partitions)
+    interval = own.heartbeat_interval_ms
+    pending = group_epoch > target_epoch  # the target of the group's epoch is not out yet
+    regex_pending = updated.subscribed_topic_regex is not None and \
+        updated.subscribed_topic_regex not in resolution  # nor the member's regex resolved
+    if pending or regex_pending or reconciled.state is MemberState.UNRELEASED_PARTITIONS:
+        interval = pacing.heartbeat_interval(
+            shard, group, reconciled.member_id, now_ms, interval, pending=pending,
+            run_started=run_started,
+            target_ms=now_ms if target_epoch > group.assignment_epoch else None,
+            regex_pending=regex_pending)
     return Result(out, HeartbeatResponse(
-        reconciled.member_id, reconciled.member_epoch, own.heartbeat_interval_ms,
+        reconciled.member_id, reconciled.member_epoch, interval,
         reconciled.assigned_partitions if full or changed else None), completions,
-        effect=effect)
+        effect=_both(effect, regex_effect))
+
+
+def _both(first: Any, second: Any) -> Any:
+    """One effect running ``first`` then ``second`` (either may be None)."""
+    if first is None or second is None:
+        return first if second is None else second
+
+    def effect() -> None:
+        first()
+        second()
+
+    return effect
+
+
+def _start_run(shard: Any, env: ConsumerGroupEnv, group: ConsumerGroup, group_epoch: int,
+               members: Mapping[str, ConsumerGroupMember], targets: Mapping[str, Assignment],
+               metadata: Mapping[str, SubscribedTopic], now_ms: int, offload: bool
+               ) -> tuple[list[Record], Any, TargetResult | None]:
+    """A new target at ``group_epoch`` for ``members`` (as the assignor sees them, regex
+    topics included): (records, effect, result). Offloaded: no records, the effect that starts
+    the run, no result; inline: the target records and the result."""
+    settings = env.settings
+    gid = group.group_id
+    assignor_name = _preferred_assignor(members.values(), settings.default_assignor)
+    offsets = (topic_offsets(shard, gid, metadata, env.log_offsets)
+               if assignor_name == LAG_ASSIGNOR else None)
+    if offload:
+        prepared = build_job(gid, group_epoch, assignor_name, members, targets, metadata,
+                             offsets, settings.lag_options, group.job_targets)
+        log.info("offloaded target assignment", group_id=gid, group_epoch=group_epoch,
+                 assignor=assignor_name, members=len(members))
+        return [], start_effect(shard, gid, prepared, env.offloader, now_ms, env), None
+    result = build_target(group, group_epoch, members, targets, metadata,
+                          env.assignor(assignor_name), now_ms, offsets,
+                          dict(settings.lag_options))
+    log.info("computed target assignment", group_id=gid, assignment_epoch=result.epoch,
+             assignor=assignor_name, members=len(members), assign_ms=round(result.assign_ms, 2))
+    return result.records, None, result
+
+
+def arm_assign_timer(shard: Any, env: ConsumerGroupEnv, group_id: str, at_ms: int) -> int:
+    """Arm the group's assign timer (``pacing``); returns when it fires."""
+    return pacing.arm(shard, group_id, at_ms,
+                      lambda shard, now: assign_timer_fired(shard, now, env, group_id))
+
+
+def reschedule_assign_timer(shard: Any, env: ConsumerGroupEnv, group_id: str,
+                            at_ms: int) -> None:
+    """Move the group's assign timer (armed or not) to ``at_ms``."""
+    shard.timers.cancel(pacing.assign_timer_key(group_id))
+    arm_assign_timer(shard, env, group_id, at_ms)
+
+
+def assign_timer_fired(shard: Any, now_ms: int, env: ConsumerGroupEnv, group_id: str) -> Result:
+    """The assign timer: start the run the group's target waits for, if it still does and
+    may (no run in flight, the assignment interval passed: else the timer is armed again)."""
+    group = shard.groups.get(group_id)
+    if (not isinstance(group, ConsumerGroup) or not group.members
+            or group.assignor_run is not None or group.group_epoch <= group.assignment_epoch):
+        return Result()
+    own = group_settings(shard, env, group_id)
+    if not assignment_due(group, group.group_epoch, now_ms, own.assignment_interval_ms):
+        arm_assign_timer(shard, env, group_id,
+                         pacing.next_run_at(group, now_ms, own.assignment_interval_ms))
+        return Result()
+    resolution = consumer_regex.resolved_topics(group)
+    members = {mid: consumer_regex.with_regex_topics(m, resolution)
+               for mid, m in group.members.items()}
+    offload = own.assignor_offload and env.offloader is not None
+    out, effect, _ = _start_run(shard, env, group, group.group_epoch, members,
+                                dict(group.target), group.subscription_metadata, now_ms,
+                                offload)
+    return Result(out, effect=effect)
 
 
 def _preferred_assignor(members: Iterable[ConsumerGroupMember], default: str) -> str:
@@ -602,12 +702,19 @@ def refresh_subscription_metadata(shard: Any, now_ms: int, env: ConsumerGroupEnv
     changed (topic created, deleted, or partitions added), and of every group whose regexes
     resolve to other topics now."""
     out: list[Record] = []
+    effect = None
     for group in list(shard.groups.values()):
         if not isinstance(group, ConsumerGroup) or not (
                 group.subscribed_topic_counts.get(topic_name) or group.subscribed_regex_counts):
             continue
-        regex_records, resolution = consumer_regex.refresh(
-            group, group.subscribed_regex_counts, env.topics, now_ms, everything=True)
+        if consumer_regex.offloads(env):  # the regexes again, in the background
+            regex_records, resolution = consumer_regex.known(group, group.subscribed_regex_counts)
+            if group.subscribed_regex_counts:
+                effect = _both(effect, consumer_regex.start_resolution(
+                    shard, env, group.group_id, now_ms, stale=True))
+        else:
+            regex_records, resolution = consumer_regex.refresh(
+                group, group.subscribed_regex_counts, env.topics, now_ms, everything=True)
         metadata = subscription_metadata(_names_after(group, [], [], resolution), env,
                                          group.subscription_metadata)
         if metadata == group.subscription_metadata and not regex_records:
@@ -620,4 +727,14 @@ def refresh_subscription_metadata(shard: Any, now_ms: int, env: ConsumerGroupEnv
         log.info("bumped group epoch on a topic change", group_id=group.group_id,
                  group_epoch=epoch, topic=topic_name)
         sensors.record_rebalance(group.group_id)
-    return Result(out)
+        arm_after_bump(shard, env, group, now_ms)
+    return Result(out, effect=effect)
+
+
+def arm_after_bump(shard: Any, env: ConsumerGroupEnv, group: ConsumerGroup,
+                   now_ms: int) -> None:
+    """After an event that bumps the group epoch outside a heartbeat (a member removed, a
+    topic change, a regex resolved): the run it makes due starts as soon as it may."""
+    own = group_settings(shard, env, group.group_id)
+    arm_assign_timer(shard, env, group.group_id,
+                     pacing.next_run_at(group, now_ms, own.assignment_interval_ms))

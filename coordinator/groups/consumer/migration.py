@@ -215,6 +215,8 @@ def remove_members(shard: Any, env: ConsumerGroupEnv, group: ConsumerGroup,
         metadata = consumer.subscription_metadata(
             consumer._names_after(group, members, []), env)
         out.append(records.subscription_metadata(gid, metadata.values()))
+    if len(remaining) > 0:
+        consumer.arm_after_bump(shard, env, group, now_ms)  # the run the bump made due
     return Result(out, response)
 
 

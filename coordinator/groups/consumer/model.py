@@ -159,6 +159,20 @@ class ConsumerGroup:
         self.regex_refresh_ms = 0
         """When the regexes were last resolved (the newest record's timestamp)."""
         self.assignor_run: int | None = None
+        self.run_started_ms = 0
+        """When the run in flight started (in memory: ``pacing``'s estimate)."""
+        self.last_run_ms: int | None = None
+        """How long the last offloaded run took, start to install (in memory)."""
+        self.regex_resolution: int | None = None
+        """The background regex resolution in flight, if any (in memory, ``regex``)."""
+        self.regex_rerun = False
+        """Topics changed while it ran: another resolution follows it (in memory)."""
+        self.first_join_ms = 0
+        """When a new group's first member joined (``pacing``'s window; in memory, 0 until a
+        second member joins in the window)."""
+        self.expedited: tuple[int, int, dict[str, int]] = (0, 0, {})
+        """(assignment epoch, shortened heartbeat intervals handed out since, and by member):
+        ``pacing``'s bounds, in memory."""
         self.job_targets = TargetIndexCache()  # in memory only: speeds up offloaded jobs
         self.assignment_forms = AssignmentForms()  # in memory only: unchanged = same object
         """The offloaded assignor run in flight (seed 000), if any: in memory, not a record."""

@@ -33,27 +33,61 @@ from coordinator.groups.common.assignor_job import (
 from coordinator.groups.common.offload import (
     AssignorRun,
     Offloader,
+    chunks,
     install_result,
     start_run_effect,
 )
 from coordinator.runtime import Result
 from coordinator.runtime.result import Record
 
-from . import records
+from . import pacing, records
 from .model import Assignment, ConsumerGroup
 
+FAILED_RUN_RETRY_MS = 1000
+"""The least wait before a failed run is tried again."""
 
-def start_effect(shard: Any, group_id: str, prepared: PreparedJob, offloader: Offloader
-                 ) -> Callable[[], None]:
-    """The effect that starts the group's offloaded run (``common.offload``)."""
-    return start_run_effect(shard, group_id, ConsumerGroup, prepared, offloader, install)
+
+def start_effect(shard: Any, group_id: str, prepared: PreparedJob, offloader: Offloader,
+                 now_ms: int, env: Any = None) -> Callable[[], None]:
+    """The effect that starts the group's offloaded run (``common.offload``), noting when it
+    started (``pacing``'s estimate of the next one)."""
+    def installer(shard: Any, now: int, run: AssignorRun, outcome: JobResult | BaseException,
+                  part: tuple[int, int] | None) -> Result:
+        return install(shard, now, run, outcome, part, env)
+
+    start = start_run_effect(shard, group_id, ConsumerGroup, prepared, offloader, installer)
+
+    def effect() -> None:
+        group = shard.groups.get(group_id)
+        before = group.assignor_run if isinstance(group, ConsumerGroup) else None
+        start()
+        if isinstance(group, ConsumerGroup) and group.assignor_run not in (None, before):
+            group.run_started_ms = now_ms
+
+    return effect
 
 
 def install(shard: Any, now_ms: int, run: AssignorRun, outcome: JobResult | BaseException,
-            part: tuple[int, int] | None = None) -> Result:
-    """The write event for (a chunk of) a finished run (``common.offload.install_result``)."""
-    return install_result(shard, now_ms, run, outcome, part, _target_records,
-                          records.target_metadata)
+            part: tuple[int, int] | None = None, env: Any = None) -> Result:
+    """The write event for (a chunk of) a finished run (``common.offload.install_result``).
+    With the last chunk, the group notes how long the run took and, if it changed meanwhile
+    (or the run failed), arms its assign timer for the next run (``pacing``)."""
+    group = shard.groups.get(run.prepared.job.group_id)
+    result = install_result(shard, now_ms, run, outcome, part, _target_records,
+                            records.target_metadata)
+    last = part is None or part[1] == chunks(outcome)[-1][1]
+    if last and group is run.group and isinstance(group, ConsumerGroup):
+        from .env import installed
+        from .heartbeat import arm_assign_timer, group_settings
+
+        pacing.note_run(group, max(0, now_ms - group.run_started_ms))
+        failed = isinstance(outcome, BaseException)
+        if failed or group.group_epoch > run.prepared.job.group_epoch:
+            env = env or installed()
+            interval = group_settings(shard, env, group.group_id).assignment_interval_ms
+            arm_assign_timer(shard, env, group.group_id,
+                             now_ms + (max(interval, FAILED_RUN_RETRY_MS) if failed else interval))
+    return result
 
 
 def _target_records(group: ConsumerGroup, run: AssignorRun,

@@ -1,0 +1,231 @@
+"""``python -m coordinator bench load``: start-to-serving time of a server whose store holds
+millions of records, with and without snapshots.
+
+The store is written with the storage API (not through clients): offset commits of 1,000 groups,
+20 on each coordinator partition, each committing the 8 partitions of one of its 8 topics at a
+time (one batch of 8 records), so 64,000 keys hold the latest offsets and every other record is
+superseded, as in a store of long-running consumers. "With snapshots" snapshots every partition
+at its log end (``storage.snapshot.take``), as a running server does every
+``coordinator.log.max.record.bytes.between.snapshots``; a server would also have a tail of up
+to that many bytes per partition to replay.
+
+Timed: from starting ``python -m coordinator serve`` (a new process) until an OffsetFetch of one
+group on every coordinator partition is answered without COORDINATOR_LOAD_IN_PROGRESS; the
+answer is checked against the offsets written. The server's own load time (its ``coordinator
+partitions loaded`` log line) is reported beside it. The store is in the page cache (just
+written), as after a quick restart.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import socket
+import statistics
+import struct
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import structlog.testing
+
+import protocol
+from coordinator.runtime.partitioner import partition_for
+from coordinator.testing import ServerProcess
+from protocol import ErrorCode
+from storage import snapshot
+from storage.records import OffsetCommitKey, OffsetCommitValue, encode_key, encode_value
+from storage.store import Store
+
+PARTITIONS = 50
+GROUPS_PER_PARTITION = 20
+TOPICS = 8
+TOPIC_PARTITIONS = 8
+LOAD_IN_PROGRESS = int(ErrorCode.coordinator_load_in_progress)
+_OFFSET = struct.Struct(">q")
+
+
+def _groups() -> dict[int, list[str]]:
+    """``GROUPS_PER_PARTITION`` group ids on each coordinator partition."""
+    by_partition: dict[int, list[str]] = {p: [] for p in range(PARTITIONS)}
+    n = 0
+    while any(len(groups) < GROUPS_PER_PARTITION for groups in by_partition.values()):
+        group = f"bench-load-{n}"
+        n += 1
+        groups = by_partition[partition_for(group, PARTITIONS)]
+        if len(groups) < GROUPS_PER_PARTITION:
+            groups.append(group)
+    return by_partition
+
+
+def build_store(log_dir: Path, records: int) -> dict[str, Any]:
+    """Write ``records`` offset commits (see the module); returns what the check needs."""
+    started = time.perf_counter()
+    now = int(time.time() * 1000)  # fresh commits: none expires when the server starts
+    by_partition = _groups()
+    groups = [(p, g) for p, gs in by_partition.items() for g in gs]
+    topic_ids = [uuid.UUID(int=t + 1) for t in range(TOPICS)]
+    # key bytes per (group, topic, partition); value bytes from a template with the offset,
+    # OffsetCommitValue's first field, put in place (encoding 5M values would take longer than
+    # writing them)
+    templates = [encode_value(OffsetCommitValue(offset=0, leader_epoch=3, metadata="",
+                                                commit_timestamp=now, topic_id=topic_ids[t]))
+                 or b"" for t in range(TOPICS)]
+    keys = {(g, t): [encode_key(OffsetCommitKey(group=g, topic=f"orders-{t}", partition=p))
+                     for p in range(TOPIC_PARTITIONS)]
+            for _, g in groups for t in range(TOPICS)}
+    latest: dict[tuple[str, int], int] = {}
+    written = 0
+    commit = 0
+    with Store.open(log_dir, PARTITIONS) as store:
+        while written < records:
+            partition, group = groups[commit % len(groups)]
+            topic = (commit // len(groups)) % TOPICS
+            template = templates[topic]
+            count = min(TOPIC_PARTITIONS, records - written)
+            offset = _OFFSET.pack(commit)
+            batch = [(key, template[:2] + offset + template[10:])
+                     for key in keys[group, topic][:count]]
+            store.partition(partition).append_batch(batch, now)
+            latest[group, topic] = commit
+            written += count
+            commit += 1
+        store.flush()
+        size = store.size_bytes
+    return {"records": records, "store_bytes": size, "keys": len(latest) * TOPIC_PARTITIONS,
+            "build_s": round(time.perf_counter() - started, 1), "latest": latest,
+            "probe": [gs[0] for _, gs in sorted(by_partition.items())]}
+
+
+def take_snapshots(log_dir: Path) -> float:
+    """Snapshot every partition at its log end; the seconds it took."""
+    started = time.perf_counter()
+    with Store.open(log_dir, PARTITIONS) as store, structlog.testing.capture_logs():
+        for p in range(PARTITIONS):  # (their snapshot_written lines are not the bench's)
+            plog = store.partition(p)
+            snapshot.take(plog, plog.next_offset)
+    return time.perf_counter() - started
+
+
+class _Wire:
+    def __init__(self, port: int) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.correlation_id = 0
+
+    def request(self, body: Any) -> Any:
+        self.correlation_id += 1
+        self.sock.sendall(protocol.encode_request(body, self.correlation_id, "bench-load"))
+        size = struct.unpack(">i", self._read(4))[0]
+        cid, response = protocol.decode_response(
+            protocol.schema(int(body.__api_key__), int(body.__version__)), self._read(size))
+        assert cid == self.correlation_id
+        return response
+
+    def _read(self, size: int) -> bytes:
+        chunks = []
+        while size:
+            chunk = self.sock.recv(size)
+            if not chunk:
+                raise ConnectionError("the server closed the connection")
+            chunks.append(chunk)
+            size -= len(chunk)
+        return b"".join(chunks)
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def _offset_fetch(groups: list[str]) -> Any:
+    from kio.schema.offset_fetch.v8.request import OffsetFetchRequest, OffsetFetchRequestGroup
+
+    return protocol.make(OffsetFetchRequest, groups=tuple(
+        protocol.make(OffsetFetchRequestGroup, group_id=g, topics=None) for g in groups),
+        require_stable=False)
+
+
+def time_start(log_dir: Path, built: dict[str, Any]) -> dict[str, float]:
+    """Start a server on ``log_dir``; seconds until every probe group is served."""
+    request = _offset_fetch(built["probe"])
+    started = time.perf_counter()
+    server = ServerProcess(log_dir, {"log.cleaner.enable": "false"}).start(timeout=300)
+    try:
+        accepting = time.perf_counter() - started
+        wire = _Wire(server.port)
+        try:
+            while True:
+                response = wire.request(request)
+                if all(g.error_code != LOAD_IN_PROGRESS for g in response.groups):
+                    serving = time.perf_counter() - started
+                    break
+                time.sleep(0.002)
+        finally:
+            wire.close()
+        _check(response, built)
+        loaded = server.event("coordinator partitions loaded") or {}
+        return {"start_to_serving_s": serving, "start_to_accepting_s": accepting,
+                "server_load_time_s": float(loaded.get("load_time_ms", 0.0)) / 1000.0}
+    finally:
+        server.stop(timeout=60)
+        server.kill()
+
+
+def _check(response: Any, built: dict[str, Any]) -> None:
+    """The offsets served are the offsets written last."""
+    latest = built["latest"]
+    for group in response.groups:
+        if group.error_code != 0:
+            raise AssertionError(f"{group.group_id}: error {group.error_code}")
+        for topic in group.topics:
+            t = int(topic.name.rsplit("-", 1)[1])
+            for p in topic.partitions:
+                expected = latest.get((group.group_id, t))
+                if p.committed_offset != expected:
+                    raise AssertionError(f"{group.group_id} {topic.name}-{p.partition_index}: "
+                                         f"{p.committed_offset}, expected {expected}")
+
+
+def run_size(records: int, runs: int, directory: str | None) -> list[dict[str, Any]]:
+    tmp = Path(tempfile.mkdtemp(prefix="bench-load-", dir=directory))
+    try:
+        built = build_store(tmp, records)
+        common = {k: built[k] for k in ("records", "store_bytes", "keys", "build_s")}
+        rows = []
+        for case in ("without snapshots", "with snapshots"):
+            extra: dict[str, Any] = {}
+            if case == "with snapshots":
+                extra["snapshot_s"] = round(take_snapshots(tmp), 2)
+            samples = [time_start(tmp, built) for _ in range(runs)]
+            row: dict[str, Any] = {"case": case, **common, **extra, "runs": runs}
+            for key in samples[0]:
+                row[key] = round(statistics.median(s[key] for s in samples), 3)
+            row["samples_start_to_serving_s"] = [round(s["start_to_serving_s"], 3)
+                                                 for s in samples]
+            rows.append(row)
+        return rows
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--records", default="1000000,5000000",
+                        help="store sizes, comma-separated (default 1000000,5000000)")
+    parser.add_argument("--runs", type=int, default=3, help="starts per case; medians reported")
+    parser.add_argument("--directory", default=None, help="where the stores are written")
+    parser.add_argument("--json", action="store_true", help="JSON lines")
+
+
+def run(args: argparse.Namespace) -> int:
+    for records in (int(n) for n in args.records.split(",")):
+        for row in run_size(records, args.runs, args.directory):
+            if args.json:
+                print(json.dumps(row), flush=True)
+            else:
+                print(f"{row['records']:>9} records, {row['case']:18}: start to serving "
+                      f"{row['start_to_serving_s']:.3f} s (server load "
+                      f"{row['server_load_time_s']:.3f} s; runs "
+                      f"{row['samples_start_to_serving_s']})", flush=True)
+    return 0

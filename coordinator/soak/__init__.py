@@ -1,0 +1,1 @@
+"""``python -m coordinator soak ...``: long runs under faults, printing what held."""

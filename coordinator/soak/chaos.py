@@ -1,0 +1,293 @@
+"""``python -m coordinator soak chaos``: real clients while the server is killed -9 in a loop.
+
+The server (``serve --profile test``) runs as a child process. The load (``soak/clients.py``):
+an idempotent ``acks=all`` producer, a consumer-protocol group and a classic group of
+confluent-kafka consumers that consume and commit, kafka-python members joining and leaving a
+third group. Every ``--min-interval-s`` to ``--max-interval-s`` seconds (random, ``--seed``)
+after the last restart the server gets SIGKILL and is started again on the same data and
+ports. After each restart two times are taken from the kill: until both groups are described
+stable again, with every member back and every partition assigned once (``reconverge``), and
+until every consumer has had a commit acknowledged again (``resume``); then the committed
+offsets are read back and compared with the commits acknowledged before the kill.
+At the end the load stops, the server is killed once more, and every acknowledged commit and
+record is looked for. One JSON line; the exit code is 1 when anything acknowledged was lost.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from coordinator.testing import ServerProcess
+
+from . import clients, readback
+from .journal import CommitKey, Journal, lost_commits, percentile, record_losses
+
+TOPIC = "chaos"
+CONSUMER_GROUP = "chaos-consumer"
+CLASSIC_GROUP = "chaos-classic"
+CHURN_GROUP = "chaos-churn"
+CONVERGE_TIMEOUT_S = 60.0
+POLL_S = 0.1
+
+
+@dataclass
+class Settings:
+    minutes: float = 10.0
+    seed: int = 0
+    min_interval_s: float = 2.0
+    max_interval_s: float = 10.0
+    partitions: int = 6
+    members: int = 3
+    churners: int = 1
+    rate: float = 200.0
+    commit_interval_s: float = 0.5
+    data_dir: Path | None = None
+
+
+@dataclass
+class Outcome:
+    kills: int = 0
+    reconverge_s: list[float] = field(default_factory=list)
+    resume_s: list[float] = field(default_factory=list)
+    unconverged: int = 0
+    unresumed: int = 0
+    lost_commits_after_kills: int = 0
+    max_rss_kb: int = 0
+
+
+def server_peak_rss_kb(server: ServerProcess) -> int:
+    """The server's peak resident set (VmHWM), 0 if it cannot be read."""
+    if server.proc is None:
+        return 0
+    try:
+        status = Path(f"/proc/{server.proc.pid}/status").read_text()
+    except OSError:
+        return 0
+    for line in status.splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    return 0
+
+
+class Soak:
+    def __init__(self, settings: Settings, data_dir: Path) -> None:
+        self.settings = settings
+        self.rng = random.Random(settings.seed)
+        self.server = ServerProcess(data_dir, profile="test")
+        self.journal = Journal()
+        self.errors = clients.Errors()
+        self.progress = clients.Progress()
+        self.stop = threading.Event()
+        self.threads: list[threading.Thread] = []
+        self.outcome = Outcome()
+        self.consumers = [f"{group}-{n}" for group in (CONSUMER_GROUP, CLASSIC_GROUP)
+                          for n in range(settings.members)]
+        self.admin: Any = None
+
+    # ---------------------------------------------------------------- load
+    def _thread(self, name: str, target: Any, *args: Any) -> None:
+        thread = threading.Thread(target=target, args=args, name=name, daemon=True)
+        thread.start()
+        self.threads.append(thread)
+
+    def start_load(self) -> None:
+        s, bootstrap = self.settings, self.server.bootstrap
+        self._thread("producer", clients.produce, bootstrap, TOPIC, s.rate, self.journal,
+                     self.errors, self.stop, f"seed{s.seed}")
+        for group, protocol in ((CONSUMER_GROUP, "consumer"), (CLASSIC_GROUP, "classic")):
+            for n in range(s.members):
+                self._thread(f"{group}-{n}", clients.consume, bootstrap, TOPIC, group, protocol,
+                             f"{group}-{n}", self.journal, self.progress, self.errors,
+                             self.stop, s.commit_interval_s)
+        for n in range(s.churners):
+            self._thread(f"churn-{n}", clients.churn, bootstrap, TOPIC, CHURN_GROUP,
+                         f"churn-{n}", s.seed * 1000 + n, self.journal, self.progress, self.errors,
+                         self.stop)
+
+    def stop_load(self) -> None:
+        self.stop.set()
+        for thread in self.threads:
+            thread.join(150)
+
+    # ---------------------------------------------------------------- convergence
+    def stable(self) -> bool:
+        groups = {CONSUMER_GROUP: self.settings.members, CLASSIC_GROUP: self.settings.members}
+        return readback.groups_stable(self.admin, groups, self.settings.partitions)
+
+    def resumed(self, since: float) -> bool:
+        return self.progress.all_committed_since(self.consumers, since)
+
+    def wait_converged(self, since: float, until: float) -> tuple[float | None, float | None]:
+        """Seconds from ``since`` to when both groups were seen stable, and to when every
+        consumer had a commit acknowledged again (None: not by ``until``); samples the
+        server's peak RSS meanwhile."""
+        stable_s: float | None = None
+        resumed_s: float | None = None
+        while time.monotonic() < until and (stable_s is None or resumed_s is None):
+            self.outcome.max_rss_kb = max(self.outcome.max_rss_kb,
+                                          server_peak_rss_kb(self.server))
+            if stable_s is None and self.stable():
+                stable_s = time.monotonic() - since
+            if resumed_s is None and self.resumed(since):
+                resumed_s = time.monotonic() - since
+            if stable_s is None or resumed_s is None:
+                time.sleep(POLL_S)
+        return stable_s, resumed_s
+
+    # ---------------------------------------------------------------- kills
+    def kill_and_restart(self) -> tuple[float, dict[CommitKey, int]]:
+        """SIGKILL and restart on the same data; returns when the kill happened (monotonic)
+        and the commits acknowledged before it."""
+        self.outcome.max_rss_kb = max(self.outcome.max_rss_kb, server_peak_rss_kb(self.server))
+        acked = self.journal.commits_snapshot()
+        killed_at = time.monotonic()
+        self.server.restart()
+        self.outcome.kills += 1
+        self.admin = readback.admin_client(self.server.bootstrap)
+        return killed_at, acked
+
+    def check_commits(self, acked: dict[CommitKey, int]) -> int:
+        """Commits acknowledged before a kill that read back older now."""
+        committed = readback.committed_offsets(
+            self.admin, [CONSUMER_GROUP, CLASSIC_GROUP, CHURN_GROUP], TOPIC,
+            self.settings.partitions)
+        lost = lost_commits(acked, committed)
+        if lost:
+            older = sorted((key, offset, committed.get(key)) for key, offset in acked.items()
+                           if committed.get(key, -1) < offset)
+            print(f"soak chaos: after kill {self.outcome.kills}: {lost} acknowledged commits "
+                  f"read back older (key, acknowledged, read back): {older}", file=sys.stderr)
+        return lost
+
+    def record_convergence(self, stable_s: float | None, resumed_s: float | None) -> None:
+        o = self.outcome
+        if stable_s is None:
+            o.unconverged += 1
+        else:
+            o.reconverge_s.append(stable_s)
+        if resumed_s is None:
+            o.unresumed += 1
+        else:
+            o.resume_s.append(resumed_s)
+
+    def kill_loop(self, deadline: float) -> None:
+        s = self.settings
+        while time.monotonic() < deadline:
+            next_kill = time.monotonic() + self.rng.uniform(s.min_interval_s, s.max_interval_s)
+            killed_at, acked = self.kill_and_restart()
+            self.record_convergence(*self.wait_converged(
+                killed_at, min(next_kill, killed_at + CONVERGE_TIMEOUT_S)))
+            self.outcome.lost_commits_after_kills += self.check_commits(acked)
+            while time.monotonic() < next_kill:
+                self.outcome.max_rss_kb = max(self.outcome.max_rss_kb,
+                                              server_peak_rss_kb(self.server))
+                time.sleep(min(0.5, max(0.0, next_kill - time.monotonic())))
+
+    # ---------------------------------------------------------------- the run
+    def run(self) -> dict[str, Any]:
+        s = self.settings
+        self.server.start()
+        self.server.wait_loaded()
+        try:
+            self.admin = readback.admin_client(self.server.bootstrap)
+            from confluent_kafka.admin import NewTopic
+
+            self.admin.create_topics([NewTopic(TOPIC, s.partitions, 1)])[TOPIC].result(30)
+            self.start_load()
+            started = time.monotonic()
+            if None in self.wait_converged(started, started + CONVERGE_TIMEOUT_S):
+                raise RuntimeError("the groups did not form within "
+                                   f"{CONVERGE_TIMEOUT_S}s:\n{self.server.output()[-4000:]}")
+            self.kill_loop(started + s.minutes * 60.0)
+            settled = time.monotonic()  # the load catches up before it stops
+            self.wait_converged(settled, settled + CONVERGE_TIMEOUT_S)
+            self.stop_load()
+            return self.verify()
+        except BaseException:
+            print("soak chaos: failed; the server's last log lines:\n"
+                  + "".join(self.server.output().splitlines(keepends=True)[-80:]),
+                  file=sys.stderr)
+            raise
+        finally:
+            self.server.stop()
+            self.server.kill()
+
+    def verify(self) -> dict[str, Any]:
+        """A last kill, then every acknowledged commit and record looked for."""
+        acked = self.journal.commits_snapshot()
+        self.outcome.max_rss_kb = max(self.outcome.max_rss_kb, server_peak_rss_kb(self.server))
+        self.kill_and_restart()
+        self.server.wait_loaded()
+        committed = readback.committed_offsets(
+            self.admin, [CONSUMER_GROUP, CLASSIC_GROUP, CHURN_GROUP], TOPIC,
+            self.settings.partitions)
+        stored = readback.read_topic(self.server.bootstrap, TOPIC, self.settings.partitions)
+        lost_records, duplicates = record_losses(self.journal.acked_values, stored)
+        o = self.outcome
+        p50, p99, resume50, resume99 = (percentile(samples, q) for samples in
+                                        (o.reconverge_s, o.resume_s) for q in (0.5, 0.99))
+        return {
+            "acked_commits": self.journal.commits,
+            "lost_commits": o.lost_commits_after_kills + lost_commits(acked, committed),
+            "acked_records": self.journal.records,
+            "lost_records": lost_records,
+            "duplicate_records": duplicates,
+            "kills": o.kills,
+            "reconverge_p50_s": None if p50 is None else round(p50, 3),
+            "reconverge_p99_s": None if p99 is None else round(p99, 3),
+            "max_rss_mb": round(o.max_rss_kb / 1024, 1),
+            "unconverged": o.unconverged,
+            "resume_p50_s": None if resume50 is None else round(resume50, 3),
+            "resume_p99_s": None if resume99 is None else round(resume99, 3),
+            "unresumed": o.unresumed,
+            "stored_records": sum(stored.values()),
+            "churn_members_joined": self.progress.joined,
+            "minutes": self.settings.minutes,
+            "seed": self.settings.seed,
+            "client_errors": dict(self.errors.counts.most_common(12)),
+        }
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--minutes", type=float, default=10.0, help="how long the kills go on")
+    parser.add_argument("--seed", type=int, default=0, help="seeds the kill intervals")
+    parser.add_argument("--min-interval-s", type=float, default=2.0,
+                        help="shortest time from a restart to the next kill")
+    parser.add_argument("--max-interval-s", type=float, default=10.0,
+                        help="longest time from a restart to the next kill")
+    parser.add_argument("--partitions", type=int, default=6, help="partitions of the topic")
+    parser.add_argument("--rate", type=float, default=200.0, help="records produced per second")
+    parser.add_argument("--data-dir", type=Path, default=None,
+                        help="the server's store (default: a temporary directory)")
+    parser.add_argument("--json", action="store_true", help="one JSON line (the default)")
+
+
+def settings_from(args: argparse.Namespace) -> Settings:
+    if not 0 < args.min_interval_s <= args.max_interval_s:
+        raise SystemExit("soak chaos: need 0 < --min-interval-s <= --max-interval-s")
+    return Settings(minutes=args.minutes, seed=args.seed, min_interval_s=args.min_interval_s,
+                    max_interval_s=args.max_interval_s, partitions=args.partitions,
+                    rate=args.rate, data_dir=args.data_dir)
+
+
+def run_soak(settings: Settings) -> dict[str, Any]:
+    if settings.data_dir is not None:
+        return Soak(settings, settings.data_dir).run()
+    with tempfile.TemporaryDirectory(prefix="soak-chaos-") as tmp:
+        return Soak(settings, Path(tmp) / "data").run()
+
+
+def run(args: argparse.Namespace) -> int:
+    result = run_soak(settings_from(args))
+    print(json.dumps(result), flush=True)
+    lost = result["lost_commits"] + result["lost_records"]
+    return 1 if lost else 0

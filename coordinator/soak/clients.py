@@ -1,0 +1,196 @@
+"""The chaos soak's load: real clients on threads, each journaling what the server acknowledged.
+
+- ``produce``: confluent-kafka's idempotent producer with ``acks=all``, unique values;
+- ``consume``: a confluent-kafka consumer of a group (classic or consumer protocol) that
+  consumes and commits its positions synchronously every ``commit_interval_s``;
+- ``churn``: kafka-python consumers of a classic group that join, consume, commit and leave,
+  one after the other.
+
+Every client retries through the kills on its own; an error is counted, never raised. The
+clients are imported here, not by the CLI (they are in the dev extra).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+
+from .journal import Journal
+
+PRODUCE_BATCH = 20
+
+
+@dataclass
+class Errors:
+    """Errors the load saw (retried), by kind."""
+
+    counts: Counter[str] = field(default_factory=Counter)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def add(self, kind: str) -> None:
+        with self._lock:
+            self.counts[kind] += 1
+
+
+@dataclass
+class Progress:
+    """When each consumer last had a commit acknowledged (monotonic seconds), and how many
+    kafka-python members joined."""
+
+    last_commit: dict[str, float] = field(default_factory=dict)
+    joined: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def member_joined(self) -> None:
+        with self._lock:
+            self.joined += 1
+
+    def committed(self, member: str) -> None:
+        with self._lock:
+            self.last_commit[member] = time.monotonic()
+
+    def all_committed_since(self, members: list[str], since: float) -> bool:
+        with self._lock:
+            return all(self.last_commit.get(m, -1.0) >= since for m in members)
+
+
+def produce(bootstrap: str, topic: str, rate: float, journal: Journal, errors: Errors,
+            stop: threading.Event, prefix: str) -> None:
+    """Produce ``rate`` records/s until ``stop``; then wait for every delivery report."""
+    from confluent_kafka import KafkaError, KafkaException, Message, Producer
+
+    def delivered(err: KafkaError | None, msg: Message) -> None:
+        if err is None:
+            value = msg.value()
+            if value is not None:
+                journal.record_acked(value)
+        else:
+            errors.add(f"delivery {err.name()}")
+
+    def new_producer() -> Producer:
+        return Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True,
+                         "acks": "all", "linger.ms": 5, "message.timeout.ms": 120000,
+                         "reconnect.backoff.max.ms": 200, "retry.backoff.max.ms": 200,
+                         "client.id": "chaos-producer", "log_level": 0})
+
+    producer = new_producer()
+    sent = 0
+    next_at = time.monotonic()
+    try:
+        while not stop.is_set():
+            for _ in range(PRODUCE_BATCH):
+                try:
+                    producer.produce(topic, value=f"{prefix}-{sent}".encode(),
+                                     on_delivery=delivered)
+                    sent += 1
+                except BufferError:
+                    errors.add("produce queue full")
+                    break
+                except KafkaException as exc:  # a fatal idempotence error: a new producer
+                    errors.add(f"producer fatal {exc.args[0].name()}")
+                    producer.flush(30)
+                    producer = new_producer()
+                    break
+            next_at += PRODUCE_BATCH / rate
+            while not stop.is_set() and time.monotonic() < next_at:
+                producer.poll(max(0.0, next_at - time.monotonic()))
+        if producer.flush(120) > 0:
+            errors.add("undelivered at the end")
+    finally:
+        producer.flush(1)
+
+
+def consume(bootstrap: str, topic: str, group: str, protocol: str, member: str,
+            journal: Journal, progress: Progress, errors: Errors, stop: threading.Event,
+            commit_interval_s: float) -> None:
+    """One group member: consume, and commit positions synchronously, until ``stop``."""
+    from confluent_kafka import Consumer, KafkaException
+
+    config = {"bootstrap.servers": bootstrap, "group.id": group, "group.protocol": protocol,
+              "enable.auto.commit": False, "auto.offset.reset": "earliest",
+              "client.id": member, "reconnect.backoff.max.ms": 200,
+              "retry.backoff.max.ms": 200, "log_level": 0}
+    if protocol == "classic":
+        config.update({"session.timeout.ms": 6000, "heartbeat.interval.ms": 500})
+    consumer = Consumer(config)
+    consumer.subscribe([topic])
+    consumed = False
+    next_commit = time.monotonic() + commit_interval_s
+    try:
+        while not stop.is_set():
+            message = consumer.poll(0.1)
+            if message is not None:
+                error = message.error()
+                if error is None:
+                    consumed = True
+                else:
+                    errors.add(f"consume {error.name()}")
+            if time.monotonic() < next_commit:
+                continue
+            next_commit = time.monotonic() + commit_interval_s
+            if not consumed and not consumer.assignment():
+                continue
+            try:
+                result = consumer.commit(asynchronous=False)
+            except KafkaException as exc:
+                errors.add(f"commit {exc.args[0].name()}")
+                continue
+            for tp in result or ():
+                if tp.error is None and tp.offset >= 0:
+                    journal.commit_acked(group, tp.topic, tp.partition, tp.offset)
+                elif tp.error is not None:
+                    errors.add(f"commit {tp.error.name()}")
+            progress.committed(member)
+    finally:
+        consumer.close()
+
+
+def churn(bootstrap: str, topic: str, group: str, name: str, seed: int, journal: Journal,
+          progress: Progress, errors: Errors, stop: threading.Event) -> None:
+    """kafka-python members joining a classic group, consuming 1-4 s, committing, leaving."""
+    from kafka import KafkaConsumer
+    from kafka.errors import KafkaError
+
+    logging.getLogger("kafka").setLevel(logging.CRITICAL)  # its retries are counted instead
+    rng = random.Random(seed)
+    generation = 0
+    while not stop.is_set():
+        generation += 1
+        try:
+            consumer = KafkaConsumer(
+                bootstrap_servers=bootstrap, group_id=group, client_id=f"{name}-{generation}",
+                enable_auto_commit=False, auto_offset_reset="earliest",
+                session_timeout_ms=6000, heartbeat_interval_ms=500, request_timeout_ms=8000,
+                reconnect_backoff_max_ms=200, retry_backoff_ms=100)
+        except KafkaError as exc:
+            errors.add(f"churn connect {type(exc).__name__}")
+            stop.wait(0.5)
+            continue
+        try:
+            consumer.subscribe([topic])
+            until = time.monotonic() + rng.uniform(1.0, 4.0)
+            while time.monotonic() < until and not stop.is_set():
+                consumer.poll(timeout_ms=100)
+            if consumer.assignment():
+                progress.member_joined()
+            positions = {tp: consumer.position(tp, timeout_ms=2000)
+                         for tp in consumer.assignment()}
+            if positions:
+                from kafka.structs import OffsetAndMetadata
+
+                known = {tp: pos for tp, pos in positions.items() if pos is not None}
+                consumer.commit({tp: OffsetAndMetadata(pos, "", -1) for tp, pos in known.items()},
+                                timeout_ms=8000)
+                for tp, pos in known.items():
+                    journal.commit_acked(group, tp.topic, tp.partition, pos)
+        except (KafkaError, AssertionError) as exc:
+            errors.add(f"churn {type(exc).__name__}")
+        finally:
+            try:
+                consumer.close(autocommit=False, timeout_ms=3000)
+            except KafkaError as exc:
+                errors.add(f"churn close {type(exc).__name__}")

@@ -1,0 +1,54 @@
+"""The job's one-pass digest path gives the tables the per-record path gave (the pipeline before
+the digest: :mod:`tests.pipeline.reference`), on ``conftest.py``'s odd store: several segments
+per partition, removed and re-committed offsets, commit metadata off the fast path,
+undecodable records, and an offset sent inside a transaction."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow.parquet as pq
+from pyspark.sql import SparkSession
+
+from pipeline import tables
+from pipeline.job import JobResult, read_stores
+from pipeline.source import DIGEST
+from tests.pipeline.compare import canonical, output_rows
+from tests.pipeline.conftest import LATE
+from tests.pipeline.reference import reference_tables
+
+
+def test_the_six_tables_equal_the_per_record_path(spark: SparkSession, odd_store: Path,
+                                                  odd_job: tuple[JobResult, Path]) -> None:
+    result, out = odd_job
+    reference = reference_tables(spark, [str(odd_store)])
+    assert result.records == reference["records"].count() > 12_000
+    assert set(result.rows) == set(tables.TABLE_NAMES)
+    for name in tables.TABLE_NAMES:
+        columns, rows = output_rows(out, name)
+        expected = reference[name]
+        assert columns == expected.columns, name
+        assert rows == canonical([r.asDict(recursive=True) for r in expected.collect()],
+                                 columns), name
+        assert result.rows[name] == len(rows) > 0, name
+    # and the report's commits per minute
+    columns = ["store", "group_id", "minute_ms", "count"]
+    digest = read_stores(spark, [str(odd_store)], DIGEST)
+    got = [r.asDict() for r in tables.commits_per_minute(digest).collect()]
+    per_minute = [r.asDict() for r in reference["commits_per_minute"].collect()]
+    assert canonical(got, columns) == canonical(per_minute, columns)
+    assert len(got) > 10
+
+
+def test_the_odd_records_reached_the_tables(odd_job: tuple[JobResult, Path]) -> None:
+    commits = {(r["group_id"], r["topic"], r["topic_partition"]): r
+               for r in pq.read_table(odd_job[1] / "offset_commits").to_pylist()}
+    removed = commits[("cg-0", "topic-0", 0)]
+    assert removed["removed"] and removed["removed_ms"] == LATE
+    back = commits[("cg-0", "topic-0", 1)]
+    assert not back["removed"] and back["last_offset"] == 7
+    assert commits[("cg-0", "topic-0", 2)]["last_offset"] == 8
+    assert commits[("cg-0", "topic-0", 4)]["last_offset"] != 1  # the undecodable one
+    sent = commits[("cg-0", "topic-0", 3)]
+    assert sent["last_offset"] == 10 and sent["transactional_offsets"] == 1
+    assert sent["transactional"] and not back["transactional"]
