@@ -169,3 +169,15 @@ def split_by_rack(
         if len(grants[k]) > 1:
             grants[k].sort()
     return grants
+
+
+def partitions_by_class(prs: Sequence[int]) -> dict[int, list[int]]:
+    """A topic's partitions by rack class (index into ``rack_sets``), ascending."""
+    by_class: dict[int, list[int]] = {}
+    for p, k in enumerate(prs):
+        group = by_class.get(k)
+        if group is None:
+            by_class[k] = [p]
+        else:
+            group.append(p)
+    return by_class

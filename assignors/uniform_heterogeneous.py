@@ -50,7 +50,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from itertools import chain, compress, zip_longest
 
-from assignors.racks import rack_aware, split_by_rack
+from assignors.racks import partitions_by_class, rack_aware, split_by_rack
 from assignors.spec import NO_RACK, AssignmentSpec, Partitions
 from assignors.structure import Component
 
@@ -897,7 +897,7 @@ class _Solver:
                     continue
                 template = by_class_cache.get(id(prs))
                 if template is None:
-                    template = by_class_cache[id(prs)] = _by_class(prs)
+                    template = by_class_cache[id(prs)] = partitions_by_class(prs)
                 grants = _split_fresh(template, gainers, now, plan.get(t, ()), racks, prs,
                                       rack_sets)
                 for g, got in zip(gainers, grants, strict=True):
@@ -1020,15 +1020,3 @@ def _template(
     totals = [(fm[rack], sum(sizes[idx] for idx in idxs))
               for rack, idxs in sorted(match.items()) if rack in fm]
     return classes, sizes, match, totals
-
-
-def _by_class(prs: Sequence[int]) -> dict[int, list[int]]:
-    """A topic's partitions by rack class (index into ``rack_sets``), ascending."""
-    by_class: dict[int, list[int]] = {}
-    for p, k in enumerate(prs):
-        group = by_class.get(k)
-        if group is None:
-            by_class[k] = [p]
-        else:
-            group.append(p)
-    return by_class

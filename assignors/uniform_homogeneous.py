@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from itertools import accumulate, pairwise
 from operator import itemgetter
 
-from assignors.racks import class_rack_flow, matches, rack_aware
+from assignors.racks import class_rack_flow, matches, partitions_by_class, rack_aware
 from assignors.spec import NO_RACK, AssignmentSpec, Partitions
 
 Segment = tuple[int, Sequence[int]]
@@ -212,14 +212,7 @@ def _fresh_by_rack(
         if prs is None:
             streams.setdefault(-1, []).extend((t, tuple(range(counts[t]))) for t in ts)
             continue
-        groups: dict[int, list[int]] = {}
-        for p, k in enumerate(prs):
-            group = groups.get(k)
-            if group is None:
-                groups[k] = [p]
-            else:
-                group.append(p)
-        for k, parts in groups.items():
+        for k, parts in partitions_by_class(prs).items():
             shared = tuple(parts)
             streams.setdefault(k, []).extend([(t, shared) for t in ts])
     if len(by_layout) > 1:
