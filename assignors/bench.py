@@ -96,6 +96,7 @@ TARGETS: list[tuple[BenchCase, float | None]] = [
     (BenchCase("range", 1000, 1000, 50, "overlapping", False, 5), None),
     (BenchCase("range", 1000, 1000, 50, "random"), None),
     (BenchCase("range", 1000, 1000, 50, "random", True), None),
+    (BenchCase("range", 1000, 1000, 50, "random", False, 5), None),
     (BenchCase("lag", 1000, 1000, 50, "overlapping"), None),
     (BenchCase("lag", 1000, 1000, 50, "overlapping", True), None),
     (BenchCase("lag", 1000, 1000, 50, "random"), None),

@@ -29,13 +29,32 @@ def rack_aware(spec: AssignmentSpec, members: Iterable[int], topics: Iterable[in
     return False
 
 
-def matches(spec: AssignmentSpec, member: int, topic: int, partition: int) -> bool:
-    """True if ``member`` has no rack preference or its rack holds a replica of the partition."""
-    rack = spec.member_racks[member]
-    if rack == NO_RACK or not spec.partition_racks:
-        return True
-    racks = spec.partition_racks[topic]
-    return racks is None or rack in spec.rack_sets[racks[partition]]
+class RackMatches:
+    """Per topic and rack, the partitions with a replica on that rack, computed once per
+    rack layout (the interned per-partition class tuple) and rack."""
+
+    __slots__ = ("_cache", "_spec")
+
+    def __init__(self, spec: AssignmentSpec) -> None:
+        self._spec = spec
+        self._cache: dict[tuple[int, int], frozenset[int]] = {}
+
+    def of(self, topic: int, rack: int) -> frozenset[int] | None:
+        """The partitions of ``topic`` with a replica on ``rack``; ``None`` when any
+        partition will do (no rack for the member, no rack data for the topic)."""
+        spec = self._spec
+        if rack == NO_RACK or not spec.partition_racks:
+            return None
+        prs = spec.partition_racks[topic]
+        if prs is None:
+            return None
+        key = (id(prs), rack)
+        found = self._cache.get(key)
+        if found is None:
+            sets = spec.rack_sets
+            found = self._cache[key] = frozenset(
+                p for p, k in enumerate(prs) if rack in sets[k])
+        return found
 
 
 def class_rack_flow(

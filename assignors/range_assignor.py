@@ -16,53 +16,64 @@ class, hundreds of subscribers, tens of partitions) is solved without a step per
 only the current holders and the first members in range order can get a partition. Such a
 topic whose partitions are all held, one each, by subscribers holding nothing unusual is
 settled as it is, from counts per topic: its holders keep their tuples and it costs no step
-per holder, so one member joining costs in proportion to the topics that change. With
-racks, each of its partitions goes to the first member still without one on a replica's
-rack, a few list lookups per partition.
+per holder, so one member joining costs in proportion to the topics that change.
+
+With racks, each free partition in order goes to the first member still short of its count
+on one of its replicas' racks. That is computed from the members' side (the same matching):
+each member in order takes the first untaken partition with a replica on its rack, from a
+stream per rack over the partitions with a replica there; the steps run inside C iterators,
+none per partition in Python.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections import Counter, deque
-from collections.abc import Callable, Sequence
-from itertools import chain, compress
-from operator import itemgetter
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from itertools import chain, compress, count, repeat
+from operator import is_, itemgetter
 
 from assignors.base import PartitionAssignor
 from assignors.spec import NO_RACK, AssignmentSpec, GroupAssignment, Partitions
 
+_NONE: Iterator[Partitions] = iter(())
+"""The stream of a taker on a rack with no replica of any free partition."""
+
 
 class RackSets:
     """Per partition number of a class, the racks holding a replica of it in every topic
-    (``sets``) and a picker for each: from a list indexed by rack (two slots past the
-    spec's racks, see :func:`_one_each_by_rack`), a tuple of the entries of those racks
-    (at least two, so that ``min`` takes it; the first slot past the racks for none)."""
+    (``sets``), and per rack the partition numbers with a replica there (``on``)."""
 
-    __slots__ = ("pickers", "sets")
+    __slots__ = ("_every", "on", "sets")
 
-    def __init__(self, sets: list[tuple[int, ...]], rack_count: int) -> None:
+    def __init__(self, sets: list[tuple[int, ...]]) -> None:
         self.sets = sets
-        made: dict[tuple[int, ...], Callable[[list[int]], tuple[int, ...]]] = {}
-        pickers = []
-        for racks in sets:
-            picker = made.get(racks)
-            if picker is None:
-                slots = racks or (rack_count,)
-                picker = made[racks] = itemgetter(*(slots * 2 if len(slots) == 1 else slots))
-            pickers.append(picker)
-        self.pickers = pickers
+        on: dict[int, list[int]] = {}
+        for p, racks in enumerate(sets):
+            for rack in racks:
+                on.setdefault(rack, []).append(p)
+        self.on = on
+        self._every: dict[int, Partitions] | None = None
+
+    def every(self, singles: list[Partitions]) -> dict[int, Partitions]:
+        """``{p: singles[p]}`` for every partition number, ascending (not to be changed:
+        copy it)."""
+        if self._every is None:
+            self._every = dict(enumerate(singles[:len(self.sets)]))
+        return self._every
 
 
 class _RackCache:
-    """Rack data shared by the classes of one assignment: the racks members are on, and
-    the :class:`RackSets` of each combination of partition-racks tuples."""
+    """Rack data shared by the classes of one assignment: the racks members are on, the
+    :class:`RackSets` of each combination of partition-racks tuples, and the racks a
+    member may be on to have a replica of every partition, per set of such racks."""
 
-    __slots__ = ("by_key", "member_racks")
+    __slots__ = ("by_key", "member_racks", "untouched")
 
     def __init__(self, spec: AssignmentSpec) -> None:
         self.member_racks = frozenset(spec.member_racks) - {NO_RACK}
         self.by_key: dict[tuple[int, ...], RackSets] = {}
+        self.untouched: dict[frozenset[int], frozenset[int]] = {}
 
 
 class RangeAssignor(PartitionAssignor):
@@ -271,7 +282,7 @@ def _assign_class(
     free = [p for p in range(n) if p not in taken]
     needy = [i for i in range(k) if len(kept[i]) < quota[i]]
     grants = _grant(spec, members, needy, [quota[i] - len(kept[i]) for i in needy], free,
-                    racks)
+                    racks, singles)
     result: list[tuple[int, Partitions]] = []
     for i in range(k):
         got = grants.get(i)
@@ -290,24 +301,25 @@ def _assign_sparse(
     """:func:`_assign_class` with fewer partitions than members (the quota is 0, plus one
     for ``n`` members): every holder keeps one partition, the first members in range order
     holding nothing take the rest."""
+    if len(singles) < n:
+        singles.extend((p,) for p in range(len(singles), n))
+    if not held and racks is not None:  # from scratch: the first n members take one each
+        takers = members[:n]
+        return list(zip(takers, _match_by_rack(spec, takers, None, racks, singles),
+                        strict=True))
     kept: dict[int, Sequence[int]] = {}
     for m, mine in held.items():
         kept[m] = _keep(spec, m, mine, 1, racks) if len(mine) > 1 else mine
-    if kept:
-        taken = {mine[0] for mine in kept.values()}
-        free = [p for p in range(n) if p not in taken]
-        needy = _first_without(members, kept, len(free))
-    else:
-        free = list(range(n))
-        needy = list(range(n))
+    taken = {mine[0] for mine in kept.values()}
+    free = [p for p in range(n) if p not in taken]
     result = [(m, mine if isinstance(mine, tuple) else tuple(mine)) for m, mine in kept.items()]
     if not free:
         return result
-    if racks is not None:
-        free = _one_each_by_rack(spec, members, needy, free, racks)
-    if len(singles) < n:
-        singles.extend((p,) for p in range(len(singles), n))
-    result += zip(map(members.__getitem__, needy), map(singles.__getitem__, free), strict=True)
+    takers = list(map(members.__getitem__, _first_without(members, kept, len(free))))
+    if racks is None:
+        result += zip(takers, map(singles.__getitem__, free), strict=True)
+    else:
+        result += zip(takers, _match_by_rack(spec, takers, free, racks, singles), strict=True)
     return result
 
 
@@ -324,37 +336,50 @@ def _first_without(members: Sequence[int], kept: dict[int, Sequence[int]], want:
     return needy
 
 
-def _one_each_by_rack(
-    spec: AssignmentSpec, members: Sequence[int], needy: list[int], free: list[int],
-    racks: RackSets,
-) -> list[int]:
-    """The partition each ``needy`` member takes (in ``needy`` order) when each takes one:
-    each free partition in order goes to the first needy member on one of its replicas'
-    racks still without one; the partitions left go in order to the members left."""
-    rack_of = list(map(spec.member_racks.__getitem__, map(members.__getitem__, needy)))
-    end = len(needy)
-    # per rack, its first member still without one (two more slots: one for partitions on
-    # none of them, always ``end``, and NO_RACK's, read by no partition); per member, the
-    # next one on its rack
-    heads = [end] * (len(spec.racks) + 2)
-    after = [end] * end
-    for j in range(end - 1, -1, -1):
-        rack = rack_of[j]
-        after[j] = heads[rack]
-        heads[rack] = j
-    got = [-1] * end
-    leftover = []
-    for p, picker in zip(free, map(racks.pickers.__getitem__, free), strict=True):
-        best = min(picker(heads))
-        if best == end:
-            leftover.append(p)
-        else:
-            got[best] = p
-            heads[rack_of[best]] = after[best]
-    if not leftover:
-        return got
-    rest = iter(leftover)
-    return [p if p >= 0 else next(rest) for p in got]
+def _match_by_rack(
+    spec: AssignmentSpec, takers: Sequence[int], free: list[int] | None, racks: RackSets,
+    singles: list[Partitions],
+) -> list[Partitions]:
+    """One of the ``free`` partitions (ascending; ``None``: all of the class's) for each
+    entry of ``takers`` (members in order, a member once per partition it is to get; as
+    many entries as partitions), as ``singles[p]``: each free partition in order goes to
+    the first taker still without one on one of its replicas' racks; the partitions left
+    go in order to the takers left.
+
+    Computed from the takers' side, which gives the same matching: each taker in order
+    takes the first free partition still untaken that has a replica on its rack (a taker
+    ``j`` that takes partition ``p`` this way is the first taker on a rack of ``p`` still
+    without one when ``p``'s turn comes in partition order: every earlier partition
+    with a replica on ``j``'s rack went to an earlier taker, so ``j`` was free, and ``p``
+    went to none of them). That is a step per taker and one pass per rack over the
+    partitions with a replica there, all in C: the untaken partitions are a dict (taking
+    one pops it), each rack a stream of pops of its partitions, skipping those already
+    taken (a check, then a pop, in one step of the stream).
+    """
+    if free is None:
+        untaken = racks.every(singles).copy()
+    else:
+        untaken = dict(zip(free, map(singles.__getitem__, free), strict=True))
+    # by rack index, NO_RACK (-1) at the end: the takers' streams, empty for no replica
+    streams: list[Iterator[Partitions]] = [_NONE] * (len(spec.racks) + 1)
+    pop = untaken.pop
+    untaken_has = untaken.__contains__
+    for rack, on in racks.on.items():
+        streams[rack] = map(pop, filter(untaken_has, on))
+    if len(takers) > 1:  # (itemgetter: one C call for all of them)
+        draws = iter(itemgetter(*itemgetter(*takers)(spec.member_racks))(streams))
+    else:
+        draws = map(streams.__getitem__, map(spec.member_racks.__getitem__, takers))
+    # a taker whose stream is dry raises StopIteration inside ``map``: the list ends there
+    got: list[Partitions | None] = list(map(next, draws))
+    if len(got) < len(takers):
+        got.append(None)
+        got += map(next, draws, repeat(None))
+    if untaken:  # as many takers without one: in order, they get what is left in order
+        holes = list(compress(count(), map(is_, got, repeat(None))))
+        for j, parts in zip(holes, untaken.values(), strict=True):
+            got[j] = parts
+    return got  # type: ignore[return-value]  # no None left
 
 
 def _keep(
@@ -374,19 +399,27 @@ def _keep(
 
 def _grant(
     spec: AssignmentSpec, members: Sequence[int], needy: list[int], needs: list[int],
-    free: list[int], racks: RackSets | None,
+    free: list[int], racks: RackSets | None, singles: list[Partitions],
 ) -> dict[int, list[int]]:
     """``free`` (ascending) to the ``needy`` positions, ``needs`` each, in ascending runs;
     with rack data each partition first goes to the first needy member on one of its
-    replicas' racks."""
+    replicas' racks that still needs some (:func:`_match_by_rack`, a member once per
+    partition it needs), the rest in ascending runs."""
+    grants: dict[int, list[int]] = {}
+    start = 0
     if racks is None:
-        grants: dict[int, list[int]] = {}
-        start = 0
         for i, need in zip(needy, needs, strict=True):
             grants[i] = free[start:start + need]
             start += need
         return grants
-    return _fill_by_rack(spec, members, needy, needs, free, racks)
+    if len(singles) < len(racks.sets):
+        singles.extend((p,) for p in range(len(singles), len(racks.sets)))
+    takers = list(chain.from_iterable(map(repeat, map(members.__getitem__, needy), needs)))
+    got = _match_by_rack(spec, takers, free, racks, singles)
+    for i, need in zip(needy, needs, strict=True):
+        grants[i] = list(chain.from_iterable(got[start:start + need]))
+        start += need
+    return grants
 
 
 def _fresh_ranges(
@@ -479,18 +512,29 @@ def _class_racks(
     member's rack lacks a replica of some partition (else racks do not matter)."""
     if not spec.partition_racks:
         return None
-    commons = [c for t in topics if (c := spec.topic_common_racks[t]) is not None]
-    if not commons:
-        return None
-    everywhere = frozenset.intersection(*commons)  # racks with every partition of the class
+    first = spec.partition_racks[topics[0]]
+    if len(topics) == 1 or (itemgetter(*topics)(spec.partition_racks).count(first)
+                            == len(topics)):  # (tuples are interned: usually the case)
+        everywhere = spec.topic_common_racks[topics[0]]  # racks with every partition
+        if first is None or everywhere is None:
+            return None
+        distinct = {id(first): first}
+    else:
+        commons = [c for t in topics if (c := spec.topic_common_racks[t]) is not None]
+        if not commons:
+            return None
+        everywhere = frozenset.intersection(*commons)
+        # topics with the same replica racks share one (interned) tuple: intersect each
+        # once, and classes with the same tuples share the answer
+        distinct = {id(prs): prs for t in topics
+                    if (prs := spec.partition_racks[t]) is not None}
     if cache.member_racks <= everywhere:
         return None  # no member anywhere lacks a replica
-    member_racks = spec.member_racks
-    if all(r == NO_RACK or r in everywhere for r in map(member_racks.__getitem__, members)):
-        return None
-    # topics with the same replica racks share one (interned) tuple: intersect each once,
-    # and classes with the same tuples share the answer
-    distinct = {id(prs): prs for t in topics if (prs := spec.partition_racks[t]) is not None}
+    untouched = cache.untouched.get(everywhere)
+    if untouched is None:
+        untouched = cache.untouched[everywhere] = everywhere | {NO_RACK}
+    if untouched.issuperset(map(spec.member_racks.__getitem__, members)):
+        return None  # no member of the class lacks a replica
     key = tuple(sorted(distinct))
     racks = cache.by_key.get(key)
     if racks is None:
@@ -499,48 +543,5 @@ def _class_racks(
         common = [rack_sets[k] for k in next(tuples)]
         for prs in tuples:
             common = [have & rack_sets[k] for have, k in zip(common, prs, strict=True)]
-        racks = cache.by_key[key] = RackSets([tuple(sorted(have)) for have in common],
-                                             len(spec.racks))
+        racks = cache.by_key[key] = RackSets([tuple(sorted(have)) for have in common])
     return racks
-
-
-def _fill_by_rack(
-    spec: AssignmentSpec,
-    members: Sequence[int],
-    needy: list[int],
-    needs: list[int],
-    free: list[int],
-    racks: RackSets,
-) -> dict[int, list[int]]:
-    """Each free partition, in order, to the first needy member (in order) on one of its
-    replicas' racks that still needs some; the rest in ascending runs."""
-    need = dict(zip(needy, needs, strict=True))
-    grants: dict[int, list[int]] = {i: [] for i in needy}
-    # per rack, the needy members on it in order (the first with a need left is in front)
-    queues: dict[int, deque[int]] = {}
-    for i in needy:
-        rack = spec.member_racks[members[i]]
-        if rack != NO_RACK:
-            queues.setdefault(rack, deque()).append(i)
-    leftover = []
-    for p in free:
-        best = -1
-        for rack in racks.sets[p]:
-            queue = queues.get(rack)
-            if queue:
-                i = queue[0]
-                if best < 0 or i < best:
-                    best = i
-        if best < 0:
-            leftover.append(p)
-            continue
-        grants[best].append(p)
-        need[best] -= 1
-        if not need[best]:
-            queues[spec.member_racks[members[best]]].popleft()
-    k = 0
-    for i in needy:
-        take = need[i]
-        grants[i].extend(leftover[k:k + take])
-        k += take
-    return grants

@@ -47,7 +47,7 @@ from __future__ import annotations
 import heapq
 from bisect import bisect_left
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from itertools import chain, compress, zip_longest
 
 from assignors.racks import partitions_by_class, rack_aware, split_by_rack
@@ -102,8 +102,10 @@ class _Solver:
         """Members whose current assignment is all subscribed (kept whole)."""
         self.touched: set[int] = set()
         """Topics whose counts changed or that had free partitions handed out."""
-        self.plan: dict[int, list[tuple[int, int, int]]] = {}
-        """Topic -> (member, rack class, count) taken by :meth:`_fill_matched`, in order."""
+        self.plan: dict[int, _Fresh] = {}
+        """Topic nobody held -> what members took of it in :meth:`_fill_matched`."""
+        self.matched = False
+        """:meth:`_fill_matched` handed out partitions on members' racks."""
         self.free_set: set[int] = set()
         """Topics with free partitions, while chains pull from the pool."""
         self.no_free: set[int] = set()
@@ -227,7 +229,7 @@ class _Solver:
         pool = self.pool
         if order is None:
             order = range(self.n)
-            if self.plan:
+            if self.matched:
                 # after the rack-matched pass: the least loaded first
                 order = sorted(order, key=load.__getitem__)
         for i in order:
@@ -267,26 +269,71 @@ class _Solver:
     def _fill_matched(self, cap: int) -> None:
         """Like :meth:`_fill`, but members with a rack take only free partitions with a
         replica on their rack (counted per rack class: partitions with the same replica
-        racks), from the classes on the fewest racks first."""
+        racks), from the classes on the fewest racks first.
+
+        Of a topic nobody held, what a member takes is recorded as pieces of the classes
+        (the next partitions of each, in order; ``self.plan``, see :data:`_Fresh`): the
+        same pieces recur from topic to topic of one rack layout, so :meth:`_materialize`
+        makes their tuples once. The free sizes of such a topic's classes are a state
+        shared by the topics of its layout, and what a member on a rack needing so many
+        takes from a state is worked out once (the same steps recur from topic to topic);
+        its holders are written once at the end, from the record."""
         spec = self.spec
         prs_all = spec.partition_racks
         rack_sets = spec.rack_sets
         racks = self.racks
-        in_use = sorted(set(racks) - {NO_RACK})
         free = self.free
-        # per topic with free partitions: its classes, how many free partitions each has,
-        # and by rack the positions of the classes with a replica on that rack
-        classes_of: dict[int, tuple[list[int], list[int], dict[int, list[int]]]] = {}
-        # fm[rack][t]: free partitions of t with a replica on rack
-        fm = {rack: [0] * spec.topic_count for rack in in_use}
-        # per class: the fm lists its partitions count in
-        targets = {k: [fm[r] for r in sorted(rack_sets[k]) if r in fm]
-                   for k in range(len(rack_sets))}
-        # per distinct partition-racks tuple: its classes, their sizes, the classes by rack,
-        # and per rack (as its fm list) the partitions with a replica there
-        templates: dict[int, tuple[list[int], list[int], dict[int, list[int]],
-                                   list[tuple[list[int], int]]]] = {}
+        # per topic somebody held, with free partitions and rack data: how many free
+        # partitions each of its classes has and by rack the classes with a replica on
+        # that rack (see _template)
+        entries: list[tuple[list[int], dict[int, list[tuple[int, int, int]]]] | None] = [
+            None] * spec.topic_count
+        # per topic nobody held, with rack data: its _Fresh record and its state
+        records: list[_Fresh | None] = [None] * spec.topic_count
+        at: list[int] = [0] * spec.topic_count
+        fresh_topics: list[int] = []
+        # per distinct partition-racks tuple: its classes' sizes and the classes by rack,
+        # the partitions of each class, and the tuples made of them
+        templates: dict[int, tuple[list[int], dict[int, list[tuple[int, int, int]]],
+                                   dict[int, list[int]], dict[int, Partitions]]] = {}
+        # states: (layout, free sizes of its classes), interned; by rack, steps: state
+        # times ``stride`` plus need -> (state after, taken, the pieces taken as one int)
+        states: list[tuple[int, tuple[int, ...]]] = []
+        state_ids: dict[tuple[int, tuple[int, ...]], int] = {}
+        steps_by_rack: dict[int, dict[int, tuple[int, int, int]]] = {}
+        stride = cap + 1
+
+        def intern(layout: int, sizes: tuple[int, ...]) -> int:
+            key = (layout, sizes)
+            found = state_ids.get(key)
+            if found is None:
+                found = state_ids[key] = len(states)
+                states.append(key)
+            return found
+
+        def step(state: int, rack: int, need: int, base: int, span: int) -> tuple[int, int, int]:
+            """What a member on ``rack`` needing ``need`` (at most ``cap``) takes of a topic
+            nobody held in ``state``: from its classes on the rack, fewest racks first."""
+            layout, free_sizes = states[state]
+            sizes = list(free_sizes)
+            left = need
+            key = 0
+            for idx, k_base, size in templates[layout][1].get(rack, ()):
+                a = sizes[idx]
+                if a:
+                    d = a if a < left else left
+                    sizes[idx] = a - d
+                    start = size - a
+                    key = key * span + (k_base + start) * base + start + d
+                    left -= d
+                    if not left:
+                        break
+            found = steps_by_rack[rack][state * stride + need] = (
+                intern(layout, tuple(sizes)), need - left, key)
+            return found
+
         kept_hold = self.kept_hold
+        plan = self.plan
         for t in self._free_topics():
             prs = prs_all[t]
             if prs is None:
@@ -294,43 +341,55 @@ class _Solver:
             if t in kept_hold:
                 kept = self.kept
                 unheld = set(range(len(prs))).difference(*(kept[i][t] for i in kept_hold[t]))
-                template = _template(Counter(prs[p] for p in unheld), rack_sets, fm)
-            elif id(prs) in templates:
-                template = templates[id(prs)]
-            else:
-                template = templates[id(prs)] = _template(Counter(prs), rack_sets, fm)
-            classes_of[t] = (template[0], list(template[1]), template[2])
-            for matched, c in template[3]:
-                matched[t] = c
+                entries[t] = _template(Counter(prs[p] for p in unheld), rack_sets, 0)
+                continue
+            base = len(prs) + 1
+            cached = templates.get(id(prs))
+            if cached is None:
+                cached = templates[id(prs)] = (*_template(Counter(prs), rack_sets, base),
+                                               partitions_by_class(prs), {})
+            records[t] = plan[t] = (cached[2], cached[3], {}, {}, base,
+                                    len(rack_sets) * base * base)
+            at[t] = intern(id(prs), tuple(cached[0]))
+            fresh_topics.append(t)
         load = self.load
         subs = self.subs
         x = self.x
         hold = self.hold
         touched = self.touched
         pool = self.pool
-        plan = self.plan
+        matched = False
+        synced: set[int] = set()
+        """Topics nobody held whose holders are written as they change (take_any took some
+        of them): the others' are written from their records at the end."""
 
-        def take(i: int, xi: dict[int, int], t: int, c: int,
-                 order: Iterable[int], steps: list[tuple[int, int, int]] | None) -> None:
-            """Member ``i`` takes ``c`` free partitions of ``t``, from its classes in
-            ``order`` (recorded in ``steps`` for :func:`_split_fresh` when given)."""
-            entry = classes_of.get(t)
-            if entry is not None:
-                classes, sizes, _ = entry
+        def take_any(i: int, xi: dict[int, int], t: int, c: int) -> None:
+            """Member ``i`` takes ``c`` free partitions of ``t``, from the classes on the
+            most racks first (each matches the fewest others' needs)."""
+            record = records[t]
+            sizes: list[int] | None = None
+            if record is not None:
+                layout, free_sizes = states[at[t]]
+                sizes = list(free_sizes)
+                if t not in synced:
+                    synced.add(t)
+                    hold[t] = dict(record[2])
+            else:
+                entry = entries[t]
+                if entry is not None:
+                    sizes = entry[0]
+            if sizes is not None:
                 left = c
-                for idx in order:
+                for idx in range(len(sizes) - 1, -1, -1):
                     a = sizes[idx]
                     if a:
                         d = a if a < left else left
                         sizes[idx] = a - d
-                        k = classes[idx]
-                        if steps is not None:
-                            steps.append((i, k, d))
-                        for counts in targets[k]:
-                            counts[t] -= d
                         left -= d
                         if not left:
                             break
+                if record is not None:
+                    at[t] = intern(layout, tuple(sizes))
             free[t] -= c
             xi[t] = now = xi.get(t, 0) + c
             holders = hold.get(t)
@@ -345,37 +404,91 @@ class _Solver:
             need = cap - load[i]
             if need <= 0 or rack == NO_RACK:
                 continue
-            matched = fm[rack]
             sub = subs[i]
             if len(sub) > 1:
                 k = (i * _SPREAD) % len(sub)
                 sub = sub[k:] + sub[:k]
             xi = x[i]
-            got = 0
-            for t in compress(sub, map(matched.__getitem__, sub)):
-                c = min(matched[t], need - got)
-                steps = plan.get(t)
-                if steps is None:
-                    steps = plan[t] = []
-                take(i, xi, t, c, classes_of[t][2][rack], steps)
-                got += c
-                if got == need:
-                    break
-            if got < need:
-                # nothing on its rack left in its topics: any free partition, from the
-                # classes on the most racks first (each matches the fewest others' needs)
-                for t in compress(sub, map(free.__getitem__, sub)):
-                    c = min(free[t], need - got)
-                    entry = classes_of.get(t)
-                    take(i, xi, t, c, range(len(entry[0]) - 1, -1, -1) if entry else (), None)
-                    got += c
-                    if got == need:
+            left = need
+            steps = steps_by_rack.get(rack)
+            if steps is None:
+                steps = steps_by_rack[rack] = {}
+            for t in compress(sub, map(free.__getitem__, sub)):
+                # the free partitions of t on the member's rack, from its classes there,
+                # fewest racks first
+                record = records[t]
+                if record is not None:
+                    # nobody held t: i holds none of it yet
+                    state = at[t]
+                    found = steps.get(state * stride + left)
+                    if found is None:
+                        found = step(state, rack, left, record[4], record[5])
+                    state, c, key = found
+                    if not c:
+                        continue
+                    at[t] = state
+                    record[2][i] = c
+                    record[3][i] = key
+                    free[t] -= c
+                    xi[t] = c
+                    if synced and t in synced:
+                        hold[t][i] = c
+                    left -= c
+                    if not left:
                         break
+                    continue
+                entry = entries[t]
+                if entry is None:
+                    continue
+                sizes, match = entry
+                mine = match.get(rack)
+                if mine is None:
+                    continue
+                before = left
+                for idx, _, _ in mine:
+                    a = sizes[idx]
+                    if a:
+                        d = a if a < left else left
+                        sizes[idx] = a - d
+                        left -= d
+                        if not left:
+                            break
+                if left == before:
+                    continue
+                c = before - left
+                matched = True
+                free[t] -= c
+                xi[t] = now = xi.get(t, 0) + c
+                holders = hold.get(t)
+                if holders is None:
+                    hold[t] = {i: now}
+                else:
+                    holders[i] = now
+                touched.add(t)
+                if not left:
+                    break
+            if left:
+                # nothing on its rack left in its topics: any free partition
+                for t in compress(sub, map(free.__getitem__, sub)):
+                    c = min(free[t], left)
+                    take_any(i, xi, t, c)
+                    left -= c
+                    if not left:
+                        break
+            got = need - left
             load[i] += got
             pool -= got
             if not pool:
                 break
+        for t in fresh_topics:
+            taken = plan[t][2]
+            if taken:
+                matched = True
+                touched.add(t)
+                if t not in synced:
+                    hold[t] = dict(taken)
         self.pool = pool
+        self.matched = matched
 
     def _free_topics(self) -> list[int]:
         topics = self.comp.topics
@@ -725,6 +838,7 @@ class _Solver:
             free[t] = counts[t] - sum(kept_hold[t].values()) if t in kept_hold else counts[t]
         self.pool = self.total - sum(load)
         self.plan.clear()
+        self.matched = False
 
     def _by_topic(self) -> None:
         """The slow but robust way: every topic's free partitions go to its least loaded
@@ -787,7 +901,7 @@ class _Solver:
         hold = self.hold
         load = self.load
         x = self.x
-        work = [t for t in self.touched if t in kept_hold]
+        work = sorted(t for t in self.touched if t in kept_hold)
         if not work:
             return
         topics_of: dict[int, list[int]] = {}
@@ -797,7 +911,7 @@ class _Solver:
             for i in hold.get(t, ()):
                 topics_of.setdefault(i, []).append(t)
         pending = set(work)
-        work.sort(reverse=True)
+        work.reverse()
         while work:
             t = work.pop()
             pending.discard(t)
@@ -874,6 +988,21 @@ class _Solver:
         ranges: dict[tuple[int, int], Partitions] = {}
         for t in sorted(self.touched):
             now = hold.get(t)
+            fresh = plan.get(t)
+            if fresh is not None and fresh[2] == now:
+                # nobody held it and all of it went as _fill_matched took it: nothing taken
+                # by other steps or moved since; the same pieces give the same (shared) tuple
+                by_class, tuples, _, taken, base, span = fresh
+                for g, key in taken.items():
+                    planned = tuples.get(key)
+                    if planned is None:
+                        planned = tuples[key] = _piece_parts(by_class, key, base, span)
+                    mine = result.get(g)
+                    if mine is None:
+                        result[g] = {t: planned}
+                    else:
+                        mine[t] = planned
+                continue
             before = kept_hold.get(t)
             prs = prs_all[t] if prs_all is not None else None
             if before is None:
@@ -898,8 +1027,8 @@ class _Solver:
                 template = by_class_cache.get(id(prs))
                 if template is None:
                     template = by_class_cache[id(prs)] = partitions_by_class(prs)
-                grants = _split_fresh(template, gainers, now, plan.get(t, ()), racks, prs,
-                                      rack_sets)
+                steps = _fresh_steps(fresh) if fresh is not None else []
+                grants = _split_fresh(template, gainers, now, steps, racks, prs, rack_sets)
                 for g, got in zip(gainers, grants, strict=True):
                     mine = result.get(g)
                     if mine is None:
@@ -951,6 +1080,47 @@ class _Solver:
                 parts = tuple(sorted((*old, *piece))) if old else tuple(piece)
                 result.setdefault(g, {})[t] = parts
         return result
+
+
+_Fresh = tuple[dict[int, list[int]], dict[int, Partitions], dict[int, int], dict[int, int],
+               int, int]
+"""What members took of a topic nobody held in :meth:`_Solver._fill_matched`: the topic's
+partitions by rack class, partition tuples by pieces (shared by the topics of one rack
+layout), by member (in the order they took) its count and its pieces of the classes, and
+the two numbers the pieces are packed with. A piece (class ``k``, partitions ``start`` to
+``end`` of the class) is ``(k * base + start) * base + end`` with ``base`` one more than the
+topic's partitions, a member's pieces are digits of one int in base ``span`` (the rack
+classes times ``base`` squared): no object per piece."""
+
+
+def _unpack(key: int, base: int, span: int) -> list[tuple[int, int, int]]:
+    """The pieces (class, start, end) packed in ``key``, in the order taken."""
+    pieces = []
+    while key:
+        key, code = divmod(key, span)
+        rest, end = divmod(code, base)
+        k, start = divmod(rest, base)
+        pieces.append((k, start, end))
+    pieces.reverse()
+    return pieces
+
+
+def _piece_parts(by_class: dict[int, list[int]], key: int, base: int, span: int) -> Partitions:
+    """The partitions of the pieces packed in ``key`` (see :data:`_Fresh`), ascending."""
+    pieces = _unpack(key, base, span)
+    if len(pieces) == 1:
+        k, start, end = pieces[0]
+        return tuple(by_class[k][start:end])
+    return tuple(sorted(chain.from_iterable(
+        by_class[k][start:end] for k, start, end in pieces)))
+
+
+def _fresh_steps(fresh: _Fresh) -> list[tuple[int, int, int]]:
+    """(member, class, count) of a :data:`_Fresh` record, in the order taken (for
+    :func:`_split_fresh`)."""
+    _, _, _, taken, base, span = fresh
+    return [(i, k, end - start) for i, key in taken.items()
+            for k, start, end in _unpack(key, base, span)]
 
 
 def _split_fresh(
@@ -1006,17 +1176,13 @@ def _split_fresh(
 
 
 def _template(
-    tally: Counter[int], rack_sets: tuple[frozenset[int], ...], fm: dict[int, list[int]]
-) -> tuple[list[int], list[int], dict[int, list[int]], list[tuple[list[int], int]]]:
-    """Rack classes (fewest racks first), their sizes, by rack the positions of the classes
-    with a replica on it, and per rack in ``fm`` (its list) how many partitions those
-    classes have."""
+    tally: Counter[int], rack_sets: tuple[frozenset[int], ...], base: int
+) -> tuple[list[int], dict[int, list[tuple[int, int, int]]]]:
+    """The sizes of the rack classes (fewest racks first), and by rack the classes with a
+    replica on it: (position, class times ``base``, size)."""
     classes = sorted(tally, key=lambda k: (len(rack_sets[k]), k))
-    match: dict[int, list[int]] = {}
+    match: dict[int, list[tuple[int, int, int]]] = {}
     for idx, k in enumerate(classes):
         for rack in rack_sets[k]:
-            match.setdefault(rack, []).append(idx)
-    sizes = [tally[k] for k in classes]
-    totals = [(fm[rack], sum(sizes[idx] for idx in idxs))
-              for rack, idxs in sorted(match.items()) if rack in fm]
-    return classes, sizes, match, totals
+            match.setdefault(rack, []).append((idx, k * base, tally[k]))
+    return [tally[k] for k in classes], match

@@ -11,12 +11,13 @@ one object per partition, unless rack matching needs to look at each of them.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from itertools import accumulate, pairwise
 from operator import itemgetter
 
-from assignors.racks import class_rack_flow, matches, partitions_by_class, rack_aware
+from assignors.racks import RackMatches, class_rack_flow, partitions_by_class, rack_aware
 from assignors.spec import NO_RACK, AssignmentSpec, Partitions
 
 Segment = tuple[int, Sequence[int]]
@@ -84,12 +85,13 @@ def assign_homogeneous(
     pool: list[Segment] = []
     if held_total < total:
         pool.extend(_unheld(counts, topics, kept_topics, kept_parts, held_total == 0))
+    matches = RackMatches(spec)
     for i in range(n):
         excess = cnt[i] - quota[i]
         if excess > 0:
             if use_racks:
                 kept_topics[i], kept_parts[i] = _shed_by_rack(
-                    spec, members[i], kept_topics[i], kept_parts[i], excess, pool
+                    spec, members[i], kept_topics[i], kept_parts[i], excess, pool, matches
                 )
             else:
                 kept_topics[i], kept_parts[i] = _shed_tail(
@@ -188,62 +190,248 @@ def _fresh_by_rack(
     members of each rack take, so that as many partitions as possible go to a member on one
     of their replicas' racks; then each rack's members take their quotas from the classes'
     streams (topic order), and what is left over goes, in the same order, to whoever still
-    needs partitions. A class's partitions of one topic are one tuple computed once per
-    distinct rack layout, so most members get whole, shared tuples.
+    needs partitions. Each member's share is first decided as slices of the streams (no
+    partition is looked at); a class's partitions of one topic are one tuple computed once
+    per distinct rack layout, so most members get whole, shared tuples. When every topic
+    has the same layout (the usual case: same partition count and replica placement), a
+    class's stream is that one tuple once per topic, and a slice of it is cut by arithmetic.
     """
     counts = spec.partition_counts
     partition_racks = spec.partition_racks
-    # topics by rack layout (the interned per-partition class tuple); None: no rack data
-    by_layout: dict[int, list[int]] = {}
-    layout_of: dict[int, tuple[int, ...] | None] = {}
-    for t in topics:
-        if counts[t]:
-            prs = partition_racks[t]
-            group = by_layout.get(id(prs))
-            if group is None:
-                by_layout[id(prs)] = [t]
-                layout_of[id(prs)] = prs
-            else:
-                group.append(t)
-    # per class: its (topic, partitions) pieces in topic order; class -1: no rack data
-    streams: dict[int, list[tuple[int, Partitions]]] = {}
-    for key, ts in by_layout.items():
-        prs = layout_of[key]
-        if prs is None:
-            streams.setdefault(-1, []).extend((t, tuple(range(counts[t]))) for t in ts)
-            continue
-        for k, parts in partitions_by_class(prs).items():
-            shared = tuple(parts)
-            streams.setdefault(k, []).extend([(t, shared) for t in ts])
-    if len(by_layout) > 1:
-        for stream in streams.values():
-            stream.sort()
-    ends = {k: list(accumulate(map(len, map(itemgetter(1), stream))))
-            for k, stream in streams.items()}
-    need = [q + 1 if idx < r else q for idx in range(len(members))]
+    streams: _Streams
+    layouts = list(map(partition_racks.__getitem__, topics))
+    only = layouts[0]
+    if only is not None and len(set(map(id, layouts))) == 1:
+        # one layout (so one partition count, not 0: there are partitions)
+        streams = _LayoutStreams(tuple(topics), only)
+    else:
+        # topics by rack layout (the interned per-partition class tuple); None: no rack data
+        by_layout: dict[int, list[int]] = {}
+        layout_of: dict[int, tuple[int, ...] | None] = {}
+        for t, prs in zip(topics, layouts, strict=True):
+            if counts[t]:
+                group = by_layout.get(id(prs))
+                if group is None:
+                    by_layout[id(prs)] = [t]
+                    layout_of[id(prs)] = prs
+                else:
+                    group.append(t)
+        streams = _PieceStreams(counts, by_layout, layout_of)
+    sizes = streams.sizes
+    n = len(members)
+    need = [q + 1] * r + [q] * (n - r) if r else [q] * n
     racks = spec.member_racks
     on_rack: dict[int, list[int]] = {}
     demand: dict[int, int] = {}
-    for idx, m in enumerate(members):
-        rack = racks[m]
-        if rack != NO_RACK and need[idx]:
-            on_rack.setdefault(rack, []).append(idx)
-            demand[rack] = demand.get(rack, 0) + need[idx]
-    supply = {k: e[-1] for k, e in ends.items() if k >= 0}
+    if q:
+        for idx, m in enumerate(members):
+            rack = racks[m]
+            if rack != NO_RACK:
+                group = on_rack.get(rack)
+                if group is None:
+                    on_rack[rack] = [idx]
+                else:
+                    group.append(idx)
+        for rack, group in on_rack.items():
+            demand[rack] = q * len(group) + sum(1 for idx in group if idx < r)
+    else:
+        for idx in range(r):
+            rack = racks[members[idx]]
+            if rack != NO_RACK:
+                on_rack.setdefault(rack, []).append(idx)
+                demand[rack] = demand.get(rack, 0) + 1
+    supply = {k: size for k, size in sizes.items() if k >= 0}
     flow = class_rack_flow(supply, demand, spec.rack_sets) if demand else {}
     # supply now holds what the flow left unmatched; class -1 is never matched
-    if -1 in streams:
-        supply[-1] = ends[-1][-1]
-    taken = dict.fromkeys(streams, 0)  # per class: partitions of its stream handed out
-    pieces: list[list[tuple[int, Partitions]]] = [[] for _ in members]
-
-    def take(k: int, amount: int, got: list[tuple[int, Partitions]]) -> None:
-        """The next ``amount`` partitions of class ``k``'s stream, as whole pieces where
-        they fit."""
-        stream = streams[k]
-        end = ends[k]
+    if -1 in sizes:
+        supply[-1] = sizes[-1]
+    # each member's slices of the class streams: (class, start, end), in the order taken;
+    # a member's assignment is written when it gets its first slice, and again at the end
+    # for the few that get more than one
+    taken = dict.fromkeys(sizes, 0)
+    first: list[tuple[int, int, int] | None] = [None] * n
+    more: dict[int, list[tuple[int, int, int]]] = {}
+    whole = streams.whole
+    heads = dict.fromkeys(on_rack, 0)
+    for (k, rack), amount in sorted(flow.items(), key=lambda e: (e[0][1], e[0][0])):
+        receivers = on_rack[rack]
+        head = heads[rack]
         lo = taken[k]
-        hi = taken[k] = lo + amount
+        while amount:
+            idx = receivers[head]
+            give = need[idx]
+            if first[idx] is None and give <= amount and head + 1 < len(receivers):
+                # a run of members that take all they need from this edge: the members
+                # after the head have not been served yet, and all need q, or q + 1 for
+                # the positions below r
+                stop = head + amount // give
+                if give > q:
+                    stop = min(stop, bisect_left(receivers, r, head))
+                run = receivers[head:stop]
+                for i, ts, ps in zip(run, *streams.run(k, lo, give, len(run)), strict=True):
+                    m = members[i]
+                    out_topics[m] = ts
+                    out_parts[m] = ps
+                    need[i] = 0
+                lo += give * len(run)
+                amount -= give * len(run)
+                head = stop
+                continue
+            if give > amount:
+                give = amount
+            hi = lo + give
+            if first[idx] is None:
+                first[idx] = (k, lo, hi)
+                m = members[idx]
+                out_topics[m], out_parts[m] = whole(k, lo, hi)
+            else:
+                more.setdefault(idx, []).append((k, lo, hi))
+            lo = hi
+            amount -= give
+            need[idx] -= give
+            if not need[idx]:
+                head += 1
+        taken[k] = lo
+        heads[rack] = head
+    rest = sorted(k for k, left in supply.items() if left)
+    if rest:
+        for idx in range(n):
+            while need[idx]:
+                k = rest[0]
+                give = need[idx] if need[idx] < supply[k] else supply[k]
+                lo = taken[k]
+                hi = taken[k] = lo + give
+                if first[idx] is None:
+                    first[idx] = (k, lo, hi)
+                    m = members[idx]
+                    out_topics[m], out_parts[m] = whole(k, lo, hi)
+                else:
+                    more.setdefault(idx, []).append((k, lo, hi))
+                need[idx] -= give
+                supply[k] -= give
+                if not supply[k]:
+                    rest.pop(0)
+    cut = streams.cut
+    for idx, extra in more.items():
+        slice_ = first[idx]
+        assert slice_ is not None
+        m = members[idx]
+        got: list[tuple[int, Partitions]] = []
+        for k, lo, hi in (slice_, *extra):
+            cut(k, lo, hi, got)
+        got.sort()
+        by_topic: dict[int, Partitions] = {}
+        for t, piece in got:  # one topic from two classes: merge
+            old = by_topic.get(t)
+            by_topic[t] = piece if old is None else tuple(sorted((*old, *piece)))
+        out_topics[m], out_parts[m] = tuple(by_topic), tuple(by_topic.values())
+
+
+class _Streams(ABC):
+    """Per rack class (``-1``: partitions without rack data) the stream of its partitions
+    in topic order, as pieces ``(topic, partitions of the class in that topic)``."""
+
+    __slots__ = ()
+
+    sizes: dict[int, int]
+    """Partitions per class stream."""
+
+    @abstractmethod
+    def cut(self, k: int, lo: int, hi: int, got: list[tuple[int, Partitions]]) -> None:
+        """Append the pieces of partitions ``lo..hi-1`` of class ``k``'s stream to ``got``."""
+
+    def whole(self, k: int, lo: int, hi: int) -> tuple[tuple[int, ...], tuple[Partitions, ...]]:
+        """A member's whole assignment when it is that one slice: topics and partitions."""
+        got: list[tuple[int, Partitions]] = []
+        self.cut(k, lo, hi, got)
+        ts, ps = zip(*got, strict=True)
+        return ts, ps
+
+    def run(self, k: int, lo: int, size: int, count: int
+            ) -> tuple[Sequence[tuple[int, ...]], Sequence[tuple[Partitions, ...]]]:
+        """The whole assignments of ``count`` members taking ``size`` partitions each, one
+        after the other, from partition ``lo`` of class ``k``'s stream: their topics, their
+        partitions."""
+        whole = self.whole
+        got = [whole(k, start, start + size) for start in range(lo, lo + size * count, size)]
+        return [ts for ts, _ in got], [ps for _, ps in got]
+
+
+class _LayoutStreams(_Streams):
+    """Every topic has the same rack layout: class ``k``'s stream is the class's tuple of
+    partition numbers once per topic, and slices are cut by arithmetic."""
+
+    __slots__ = ("parts", "sizes", "topics")
+
+    def __init__(self, topics: tuple[int, ...], layout: tuple[int, ...]) -> None:
+        self.topics = topics
+        self.parts = {k: tuple(ps) for k, ps in partitions_by_class(layout).items()}
+        self.sizes = {k: len(ps) * len(topics) for k, ps in self.parts.items()}
+
+    def whole(self, k: int, lo: int, hi: int) -> tuple[tuple[int, ...], tuple[Partitions, ...]]:
+        parts = self.parts[k]
+        width = len(parts)
+        i = lo // width
+        a = lo - i * width
+        j = hi // width
+        b = hi - j * width
+        topics = self.topics
+        if i == j:
+            return (topics[i],), (parts[a:b],)
+        if not a and not b:
+            return topics[i:j], (parts,) * (j - i)
+        ps = [parts] * (j - i)
+        if a:
+            ps[0] = parts[a:]
+        if not b:
+            return topics[i:j], tuple(ps)
+        ps.append(parts[:b])
+        return topics[i:j + 1], tuple(ps)
+
+    def cut(self, k: int, lo: int, hi: int, got: list[tuple[int, Partitions]]) -> None:
+        got.extend(zip(*self.whole(k, lo, hi), strict=True))
+
+    def run(self, k: int, lo: int, size: int, count: int
+            ) -> tuple[Sequence[tuple[int, ...]], Sequence[tuple[Partitions, ...]]]:
+        parts = self.parts[k]
+        width = len(parts)
+        if lo % width or size % width:
+            return super().run(k, lo, size, count)
+        step = size // width
+        start = lo // width
+        topics = self.topics
+        return ([topics[i:i + step] for i in range(start, start + step * count, step)],
+                ((parts,) * step,) * count)
+
+
+class _PieceStreams(_Streams):
+    """Topics of several rack layouts (or some without rack data): the streams as lists of
+    pieces, cut by bisection on their running lengths."""
+
+    __slots__ = ("ends", "sizes", "streams")
+
+    def __init__(self, counts: Sequence[int], by_layout: dict[int, list[int]],
+                 layout_of: dict[int, tuple[int, ...] | None]) -> None:
+        streams: dict[int, list[tuple[int, Partitions]]] = {}
+        for key, ts in by_layout.items():
+            prs = layout_of[key]
+            if prs is None:
+                streams.setdefault(-1, []).extend((t, tuple(range(counts[t]))) for t in ts)
+                continue
+            for k, parts in partitions_by_class(prs).items():
+                shared = tuple(parts)
+                streams.setdefault(k, []).extend([(t, shared) for t in ts])
+        if len(by_layout) > 1:
+            for stream in streams.values():
+                stream.sort()
+        self.streams = streams
+        self.ends = {k: list(accumulate(map(len, map(itemgetter(1), stream))))
+                     for k, stream in streams.items()}
+        self.sizes = {k: e[-1] for k, e in self.ends.items()}
+
+    def cut(self, k: int, lo: int, hi: int, got: list[tuple[int, Partitions]]) -> None:
+        stream = self.streams[k]
+        end = self.ends[k]
         i = bisect_right(end, lo)  # the piece holding partition number lo
         j = bisect_left(end, hi)  # the piece holding partition number hi - 1
         start = lo - (end[i - 1] if i else 0)
@@ -258,44 +446,6 @@ def _fresh_by_rack(
         t, parts = stream[j]
         stop = hi - end[j - 1]
         got.append((t, parts if stop == len(parts) else parts[:stop]))
-
-    heads = dict.fromkeys(on_rack, 0)
-    for (k, rack), amount in sorted(flow.items(), key=lambda e: (e[0][1], e[0][0])):
-        receivers = on_rack[rack]
-        while amount:
-            idx = receivers[heads[rack]]
-            give = need[idx] if need[idx] < amount else amount
-            take(k, give, pieces[idx])
-            need[idx] -= give
-            amount -= give
-            if not need[idx]:
-                heads[rack] += 1
-    rest = sorted(k for k, left in supply.items() if left)
-    for idx in range(len(members)):
-        while need[idx]:
-            k = rest[0]
-            give = need[idx] if need[idx] < supply[k] else supply[k]
-            take(k, give, pieces[idx])
-            need[idx] -= give
-            supply[k] -= give
-            if not supply[k]:
-                rest.pop(0)
-    for idx, m in enumerate(members):
-        got = pieces[idx]
-        if not got:
-            continue
-        got.sort()
-        mine_topics: tuple[int, ...]
-        mine_parts: tuple[Partitions, ...]
-        mine_topics, mine_parts = zip(*got, strict=True)
-        if len(set(mine_topics)) < len(mine_topics):  # one topic from two classes: merge
-            by_topic: dict[int, Partitions] = {}
-            for t, piece in got:
-                old = by_topic.get(t)
-                by_topic[t] = piece if old is None else tuple(sorted((*old, *piece)))
-            mine_topics, mine_parts = tuple(by_topic), tuple(by_topic.values())
-        out_topics[m] = mine_topics
-        out_parts[m] = mine_parts
 
 
 def _quotas(cnt: list[int], q: int, r: int) -> list[int]:
@@ -374,21 +524,29 @@ def _shed_by_rack(
     ps: Sequence[Partitions],
     excess: int,
     pool: list[Segment],
+    matches: RackMatches,
 ) -> tuple[list[int], list[Partitions]]:
     """Shed mismatched partitions first, then from the tail."""
-    keep: dict[int, list[int]] = {}
+    rack = spec.member_racks[member]
+    topics: list[int] = []
+    parts: list[Partitions] = []
     for t, p in zip(ts, ps, strict=True):
-        good = []
-        for x in p:
-            if excess and not matches(spec, member, t, x):
-                pool.append((t, (x,)))
-                excess -= 1
-            else:
-                good.append(x)
-        if good:
-            keep[t] = good
-    topics = list(keep)
-    parts = [tuple(v) for v in keep.values()]
+        if excess:
+            ok = matches.of(t, rack)
+            if ok is not None and not ok.issuperset(p):
+                good = []
+                for x in p:
+                    if excess and x not in ok:
+                        pool.append((t, (x,)))
+                        excess -= 1
+                    else:
+                        good.append(x)
+                if good:
+                    topics.append(t)
+                    parts.append(tuple(good))
+                continue
+        topics.append(t)
+        parts.append(p)
     if excess:
         return _shed_tail(topics, parts, excess, pool)
     return topics, parts

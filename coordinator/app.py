@@ -6,7 +6,7 @@ import asyncio
 import signal
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from coordinator.background.executor import BackgroundExecutor
 from coordinator.groups import metrics_view, timeline_records
@@ -35,10 +35,7 @@ from . import topiclog
 from .apis import build_registry, write_txn_markers
 from .config import ServerConfig
 from .config.server_config import check_control_listener
-from .control import rebalance as control_groups
 from .control.faults import FaultInjector
-from .control.http import ControlServer
-from .control.routes import Control
 from .dispatch import Dispatcher
 from .observability import collector as observability
 from .observability import timeline
@@ -46,6 +43,9 @@ from .runtime import CoordinatorRuntime
 from .server import KafkaServer
 from .topiclog import TopicLogs
 from .topiclog import attach as attach_topic_logs
+
+if TYPE_CHECKING:
+    from .control.http import ControlServer
 
 log = get_logger("coordinator.app")
 
@@ -124,7 +124,11 @@ class App:
         # the control endpoint (fault injection, forced rebalances, the timeline over HTTP)
         self.faults: FaultInjector | None = None
         self.control_server: ControlServer | None = None
-        if config["control.listener"]:
+        if config["control.listener"]:  # (its HTTP server imported only then)
+            from .control import rebalance as control_groups
+            from .control.http import ControlServer
+            from .control.routes import Control
+
             host, port = check_control_listener(config["control.listener"])
             runtime = self.runtime
             self.faults = FaultInjector(
@@ -142,15 +146,18 @@ class App:
         self._background: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
-        # the workers start with the server only if a group type offloads by default
+        await self.runtime.start()  # the partitions load in the background from here
+        # the workers start with the server only if a group type offloads by default, in the
+        # background: the listeners do not wait for the forkserver's imports
         await self.executor.start(eager=any(
             self.config[f"group.{kind}.assignor.offload.enable"]
-            for kind in ("consumer", "share", "streams")))
-        await self.runtime.start()
+            for kind in ("consumer", "share", "streams")), wait=False)
         self.topic_logs.start()
         # aborts timed-out transactions, completes those a restart left in doubt
         self._background.append(asyncio.create_task(write_txn_markers.of(self.broker).run()))
-        self._background.append(asyncio.create_task(GcPauseGuard().run()))
+        # no garbage collection while the partitions load (see GcPauseGuard)
+        self._background.append(asyncio.create_task(
+            GcPauseGuard().run(self.runtime.wait_loaded())))
         if self.config["log.cleaner.enable"]:
             self._background.append(asyncio.create_task(self.compactor.run()))
         await self._seed_scram_credentials()

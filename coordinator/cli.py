@@ -3,38 +3,65 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from types import ModuleType
+from typing import TYPE_CHECKING, TypeAlias
 
-from assignors import bench as assignor_bench
 from coordinator.config.properties import read_properties
-from coordinator.metadata.log import METADATA_TOPIC
 from coordinator.observability.logs import configure_logging, get_logger
-from storage.dump import dump
-from storage.errors import CorruptLogError
 
-from .bench import codec as codec_bench
-from .bench import commits as commits_bench
-from .bench import fixture as fixture_bench
-from .bench import heartbeats as heartbeats_bench
-from .bench import members as members_bench
-from .bench import produce_consume as produce_consume_bench
-from .bench import rebalance as rebalance_bench
-from .bench import regex as regex_bench
-from .bench import share as share_bench
-from .bench import store as store_bench
-from .bench import store_load as store_load_bench
-from .bench import storm as storm_bench
 from .config import ConfigError, ServerConfig
 from .config.profiles import PROFILES, SERVE, profile
-from .soak import chaos as chaos_soak
-from .soak import fuzz as fuzz_soak
 
 if TYPE_CHECKING:
     from .app import App
+
+COMMANDS = ("serve", "bench", "soak", "log")
+"""The commands; ``main`` builds the parser of the one given only."""
+
+BENCHES: dict[str, tuple[str, str]] = {
+    "codec": ("coordinator.bench.codec", "µs per decode/encode of hot messages"),
+    "store": ("coordinator.bench.store", "durable commits/s and replay speed"),
+    "commits": ("coordinator.bench.commits", "durable offset commits/s the server takes from a "
+                "raw-wire load generator"),
+    "load": ("coordinator.bench.store_load", "start-to-serving time of a large store, with and "
+             "without snapshots"),
+    "assignor": ("assignors.bench", "server-side assignor run times"),
+    "produce-consume": ("coordinator.bench.produce_consume",
+                        "records/s, MB/s and end-to-end latency"),
+    "storm": ("coordinator.bench.storm", "bystander heartbeat latency while a large group "
+              "churns, with and without assignment batching and offload"),
+    "share": ("coordinator.bench.share", "records/s consumed and acknowledged by share "
+              "consumers, next to a consumer group's Fetch"),
+    "heartbeats": ("coordinator.bench.heartbeats", "heartbeats/s and latency on a listener of a "
+                   "security protocol (PLAINTEXT, SSL, SASL_*)"),
+    "fixture": ("coordinator.bench.fixture", "ms from the test fixture's start to a server "
+                "accepting clients, and from subscribe to a first assignment"),
+    "rebalance": ("coordinator.bench.rebalance", "ms until real consumers own their "
+                  "partitions: a new group, ten joining at once, a leave"),
+    "regex": ("coordinator.bench.regex", "ms to resolve regex subscriptions against 10k "
+              "topics, and what it costs the event loop"),
+    "members": ("coordinator.bench.members", "the server's RSS with many KIP-848 members (one "
+                "group, and 100 groups), and whether it keeps answering"),
+}
+"""Each bench: its module (``add_arguments``, ``run``) and its help. A module is imported only
+when its command is parsed: ``serve`` does not pay for the clients, soaks and load generators
+the benches import."""
+
+SOAKS: dict[str, tuple[str, str]] = {
+    "chaos": ("coordinator.soak.chaos", "real clients while the server is killed -9 in a loop: "
+              "acknowledged commits and records lost, reconvergence"),
+    "fuzz": ("coordinator.soak.fuzz", "malformed frames of every API while a healthy client "
+             "heartbeats: crashes, the healthy client's latency"),
+}
+
+
+def _module(name: str) -> ModuleType:
+    return importlib.import_module(name)
 
 
 def _parse_override(text: str) -> tuple[str, str]:
@@ -44,12 +71,28 @@ def _parse_override(text: str) -> tuple[str, str]:
     return key.strip(), value
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every command, or of ``command`` alone (what ``main`` parses with: a
+    command's parser imports what it needs, the others' are not built)."""
     parser = argparse.ArgumentParser(prog="python -m coordinator",
                                      description="A Kafka group coordinator you can run on your "
                                      "laptop.")
     commands = parser.add_subparsers(dest="command", required=True)
+    if command in (None, "serve"):
+        _add_serve(commands)
+    if command in (None, "bench"):
+        _add_benches(commands)
+    if command in (None, "soak"):
+        _add_soaks(commands)
+    if command in (None, "log"):
+        _add_log(commands)
+    return parser
 
+
+Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+
+
+def _add_serve(commands: Commands) -> None:
     serve = commands.add_parser("serve", help="run the server")
     serve.add_argument("--config", help="a server.properties file")
     serve.add_argument("--profile", choices=sorted(PROFILES), default=SERVE,
@@ -63,54 +106,22 @@ def build_parser() -> argparse.ArgumentParser:
                        "the mechanism, as kafka-storage format's: "
                        "'SCRAM-SHA-256=[name=alice,password=alice-secret]' (repeatable)")
 
+
+def _add_benches(commands: Commands) -> None:
     bench = commands.add_parser("bench", help="benchmarks that print numbers")
     benches = bench.add_subparsers(dest="bench", required=True)
-    codec = benches.add_parser("codec", help="µs per decode/encode of hot messages")
-    codec.add_argument("--iterations", type=int, default=20000)
-    store = benches.add_parser("store", help="durable commits/s and replay speed")
-    commits = benches.add_parser("commits", help="durable offset commits/s the server takes "
-                                 "from a raw-wire load generator")
-    commits_bench.add_arguments(commits)
-    store_bench.add_arguments(store)
-    load = benches.add_parser("load", help="start-to-serving time of a large store, with and "
-                              "without snapshots")
-    store_load_bench.add_arguments(load)
-    assignor = benches.add_parser("assignor", help="server-side assignor run times")
-    assignor_bench.add_arguments(assignor)
-    produce_consume = benches.add_parser("produce-consume",
-                                         help="records/s, MB/s and end-to-end latency")
-    produce_consume_bench.add_arguments(produce_consume)
-    storm = benches.add_parser("storm", help="bystander heartbeat latency while a large group "
-                               "churns, with and without assignment batching and offload")
-    storm_bench.add_arguments(storm)
-    share = benches.add_parser("share", help="records/s consumed and acknowledged by share "
-                               "consumers, next to a consumer group's Fetch")
-    share_bench.add_arguments(share)
-    heartbeats = benches.add_parser("heartbeats", help="heartbeats/s and latency on a listener "
-                                    "of a security protocol (PLAINTEXT, SSL, SASL_*)")
-    heartbeats_bench.add_arguments(heartbeats)
-    fixture = benches.add_parser("fixture", help="ms from the test fixture's start to a server "
-                                 "accepting clients, and from subscribe to a first assignment")
-    fixture_bench.add_arguments(fixture)
-    rebalance = benches.add_parser("rebalance", help="ms until real consumers own their "
-                                   "partitions: a new group, ten joining at once, a leave")
-    rebalance_bench.add_arguments(rebalance)
-    regex = benches.add_parser("regex", help="ms to resolve regex subscriptions against "
-                               "10k topics, and what it costs the event loop")
-    regex_bench.add_arguments(regex)
-    members = benches.add_parser("members", help="the server's RSS with many KIP-848 members "
-                                 "(one group, and 100 groups), and whether it keeps answering")
-    members_bench.add_arguments(members)
+    for name, (module, text) in BENCHES.items():
+        _module(module).add_arguments(benches.add_parser(name, help=text))
 
+
+def _add_soaks(commands: Commands) -> None:
     soak = commands.add_parser("soak", help="long runs under faults that print what held")
     soaks = soak.add_subparsers(dest="soak", required=True)
-    chaos = soaks.add_parser("chaos", help="real clients while the server is killed -9 in a "
-                             "loop: acknowledged commits and records lost, reconvergence")
-    chaos_soak.add_arguments(chaos)
-    fuzz = soaks.add_parser("fuzz", help="malformed frames of every API while a healthy client "
-                            "heartbeats: crashes, the healthy client's latency")
-    fuzz_soak.add_arguments(fuzz)
+    for name, (module, text) in SOAKS.items():
+        _module(module).add_arguments(soaks.add_parser(name, help=text))
 
+
+def _add_log(commands: Commands) -> None:
     log_cmd = commands.add_parser("log", help="read a store")
     log_commands = log_cmd.add_subparsers(dest="log_command", required=True)
     dump = log_commands.add_parser("dump", help="every record as one JSON object per line")
@@ -124,7 +135,6 @@ def build_parser() -> argparse.ArgumentParser:
         "per line (what GET /timeline of the control endpoint says, less its annotations)")
     timeline.add_argument("log_dir", help="the server's log.dirs")
     timeline.add_argument("--group", default=None, help="one group only")
-    return parser
 
 
 def load_config(path: str | None, overrides: Sequence[tuple[str, str]],
@@ -195,6 +205,10 @@ def prepare(args: argparse.Namespace) -> App | int:
 
 
 def dump_log(args: argparse.Namespace) -> int:
+    from coordinator.metadata.log import METADATA_TOPIC
+    from storage.dump import dump
+    from storage.errors import CorruptLogError
+
     if not Path(args.log_dirs).is_dir():
         print(f"error: no such log directory: {args.log_dirs}", file=sys.stderr)
         return 2
@@ -212,6 +226,8 @@ def dump_log(args: argparse.Namespace) -> int:
 
 
 def log_timeline(args: argparse.Namespace) -> int:
+    from storage.errors import CorruptLogError
+
     from .groups.timeline_records import store_timeline
 
     if not Path(args.log_dir).is_dir():
@@ -229,6 +245,8 @@ def log_timeline(args: argparse.Namespace) -> int:
 
 
 def bench_assignor(args: argparse.Namespace) -> int:
+    from assignors import bench as assignor_bench
+
     if args.all:
         assignor_bench.run_all(args.runs)  # prints a line per case as it finishes
     else:
@@ -237,18 +255,17 @@ def bench_assignor(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    command = argv[0] if argv and argv[0] in COMMANDS else None
+    args = build_parser(command).parse_args(argv)
     if args.command == "serve":
         return serve(args)
     if args.command == "log":
         return log_timeline(args) if args.log_command == "timeline" else dump_log(args)
     if args.command == "soak":
-        return chaos_soak.run(args) if args.soak == "chaos" else fuzz_soak.run(args)
-    benches = {"codec": codec_bench.run, "commits": commits_bench.run, "store": store_bench.run,
-               "assignor": bench_assignor,
-               "produce-consume": produce_consume_bench.run, "storm": storm_bench.run,
-               "share": share_bench.run, "heartbeats": heartbeats_bench.run,
-               "fixture": fixture_bench.run, "rebalance": rebalance_bench.run,
-               "regex": regex_bench.run,
-               "members": members_bench.run, "load": store_load_bench.run}
-    return benches[args.bench](args)
+        result: int = _module(SOAKS[args.soak][0]).run(args)
+        return result
+    if args.bench == "assignor":
+        return bench_assignor(args)
+    result = _module(BENCHES[args.bench][0]).run(args)
+    return result

@@ -4,7 +4,8 @@ A record struct is a frozen, keyword-only dataclass whose fields carry a *kind* 
 ``INT32``, ``STRING``, ``Array(...)``, ...) in their metadata, declared with :func:`f`.
 The :func:`codec` decorator compiles, once per class, a specialised encoder and decoder
 (generated Python source, so a record is encoded with a handful of ``struct`` calls and no
-per-field dispatch at run time). The wire layout is described in ``storage/FORMAT.md``.
+per-field dispatch at run time), when the class is first encoded or decoded. The wire layout
+is described in ``storage/FORMAT.md``.
 
 This module knows nothing about record type ids; ``storage.records`` builds on it.
 """
@@ -16,7 +17,7 @@ import dataclasses
 import struct
 import types
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar, cast, dataclass_transform, overload
 
 from storage.errors import RecordDecodeError
@@ -41,7 +42,9 @@ __all__ = [
     "NStruct",
     "Struct",
     "codec",
+    "compiled",
     "f",
+    "field_decoder",
     "kafka_uuid_str",
     "record",
     "struct_from_json",
@@ -318,13 +321,13 @@ def _enc_value(g: _Gen, ind: int, kind: Kind, expr: str) -> None:
             _enc_value(g, ind + 2, kind.elem, e)
             g.emit(ind + 1, f"if type({seq}) is _Once: {seq}.encoded = bytes(out[{start}:])")
     elif isinstance(kind, NStruct):
-        enc = g.const(kind.cls._codec_encode_body, "enc")
+        enc = g.const(compiled(kind.cls)._codec_encode_body, "enc")
         v = g.tmp("v")
         g.emit(ind, f"{v} = {expr}")
         g.emit(ind, f"if {v} is None: out.append(0)")
         g.emit(ind, f"else: out.append(1); {enc}({v}, out)")
     elif isinstance(kind, Struct):
-        enc = g.const(kind.cls._codec_encode_body, "enc")
+        enc = g.const(compiled(kind.cls)._codec_encode_body, "enc")
         g.emit(ind, f"{enc}({expr}, out)")
     else:  # pragma: no cover - all kinds handled above
         raise TypeError(f"unknown kind {kind!r}")
@@ -335,8 +338,10 @@ def _dec_len(g: _Gen, ind: int, target: str) -> None:
     g.emit(ind, f"if {target} >= 128: {target}, pos = _uvt(buf, pos, {target})")
 
 
-def _dec_value(g: _Gen, ind: int, kind: Kind, target: str) -> None:
-    """Emit code decoding a ``kind`` at ``pos`` of ``buf`` into variable ``target``."""
+def _dec_value(g: _Gen, ind: int, kind: Kind, target: str, keep: bool = True) -> None:
+    """Emit code decoding a ``kind`` at ``pos`` of ``buf`` into variable ``target``. Not
+    ``keep``: bytes or a UUID is skipped, not built (``target`` unset); a string is still
+    decoded, so bad UTF-8 fails as it fails a full decode."""
     if kind.fmt is not None:
         s = g.const(struct.Struct(">" + kind.fmt), "S")
         g.emit(ind, f"{target}, = {s}.unpack_from(buf, pos); pos += {s}.size")
@@ -346,7 +351,7 @@ def _dec_value(g: _Gen, ind: int, kind: Kind, target: str) -> None:
         g.emit(ind, f"end = pos + {n}")
         g.emit(ind, "if end > len(buf): raise _Err('truncated')")
         conv = "buf[pos:end].decode()" if kind is STRING else "bytes(buf[pos:end])"
-        g.emit(ind, f"{target} = {conv}; pos = end")
+        g.emit(ind, f"{target} = {conv}; pos = end" if keep or kind is STRING else "pos = end")
     elif kind is NSTRING or kind is NBYTES:
         n = g.tmp("n")
         _dec_len(g, ind, n)
@@ -355,16 +360,17 @@ def _dec_value(g: _Gen, ind: int, kind: Kind, target: str) -> None:
         g.emit(ind + 1, f"end = pos + {n} - 1")
         g.emit(ind + 1, "if end > len(buf): raise _Err('truncated')")
         conv = "buf[pos:end].decode()" if kind is NSTRING else "bytes(buf[pos:end])"
-        g.emit(ind + 1, f"{target} = {conv}; pos = end")
+        g.emit(ind + 1, f"{target} = {conv}; pos = end" if keep or kind is NSTRING
+               else "pos = end")
     elif kind is UUID:
         g.emit(ind, "end = pos + 16")
         g.emit(ind, "if end > len(buf): raise _Err('truncated')")
-        g.emit(ind, f"{target} = _UUID(buf[pos:end]); pos = end")
+        g.emit(ind, f"{target} = _UUID(buf[pos:end]); pos = end" if keep else "pos = end")
     elif kind is NUUID:
         g.emit(ind, "flag = buf[pos]; pos += 1")
         g.emit(ind, f"if flag == 0: {target} = None")
         g.emit(ind, "else:")
-        _dec_value(g, ind + 1, UUID, target)
+        _dec_value(g, ind + 1, UUID, target, keep)
     elif kind is STRING_MAP:
         n = g.tmp("n")
         k = g.tmp("k")
@@ -391,12 +397,12 @@ def _dec_value(g: _Gen, ind: int, kind: Kind, target: str) -> None:
             g.emit(ind + 1, f"{lst}.append({e})")
             g.emit(ind, f"{target} = _tuple({lst})")
     elif isinstance(kind, NStruct):
-        dec = g.const(kind.cls._codec_decode_body, "dec")
+        dec = g.const(compiled(kind.cls)._codec_decode_body, "dec")
         g.emit(ind, "flag = buf[pos]; pos += 1")
         g.emit(ind, f"if flag == 0: {target} = None")
         g.emit(ind, f"else: {target}, pos = {dec}(buf, pos, version)")
     elif isinstance(kind, Struct):
-        dec = g.const(kind.cls._codec_decode_body, "dec")
+        dec = g.const(compiled(kind.cls)._codec_decode_body, "dec")
         g.emit(ind, f"{target}, pos = {dec}(buf, pos, version)")
     else:  # pragma: no cover
         raise TypeError(f"unknown kind {kind!r}")
@@ -429,36 +435,7 @@ def _compile(cls: type, specs: tuple[FieldSpec, ...]) -> None:
     g = _Gen()
     g.env["_cls"] = cls
     g.emit(0, "def _dec(buf, pos, version):")
-    g.emit(1, "try:")
-    fixed: list[FieldSpec] = []
-
-    def flush_fixed() -> None:
-        if fixed:
-            s = g.const(struct.Struct(">" + "".join(r.kind.fmt or "" for r in fixed)), "S")
-            names = ", ".join(f"a_{r.attr}" for r in fixed)
-            g.emit(2, f"{names}, = {s}.unpack_from(buf, pos); pos += {s}.size")
-            fixed.clear()
-
-    for spec in specs:
-        if spec.since > 0:
-            flush_fixed()
-            dflt = g.const(spec.default, "d")
-            g.emit(2, f"if version < {spec.since}: a_{spec.attr} = {dflt}")
-            g.emit(2, "else:")
-            _dec_value(g, 3, spec.kind, f"a_{spec.attr}")
-            continue
-        if spec.kind.fmt is not None:
-            fixed.append(spec)
-            continue
-        flush_fixed()
-        _dec_value(g, 2, spec.kind, f"a_{spec.attr}")
-    flush_fixed()
-    g.emit(2, "pass")  # a struct with no fields (RemoveAccessControlEntryValue)
-    g.emit(1, "except (IndexError, UnicodeDecodeError, ValueError, TypeError) as exc:")
-    g.emit(2, "if isinstance(exc, _Err): raise")
-    g.emit(2, "raise _Err(f'cannot decode {_cls.__name__}: {exc}') from exc")
-    g.emit(1, "except __import__('struct').error as exc:")
-    g.emit(2, "raise _Err(f'cannot decode {_cls.__name__}: {exc}') from exc")
+    _dec_fields(g, specs, None)
     if all(isinstance(cls.__dict__.get(s.attr), types.MemberDescriptorType) for s in specs):
         # Slotted dataclass: fill the slots directly, 4x faster than the frozen __init__.
         g.env["_new"] = object.__new__
@@ -475,6 +452,99 @@ def _compile(cls: type, specs: tuple[FieldSpec, ...]) -> None:
     compiled = cast(_Compiled, cls)
     compiled._codec_encode_body = encode_body
     compiled._codec_decode_body = decode_body
+
+
+def field_decoder(cls: type, attrs: Sequence[str]) -> Callable[[bytes, int, int],
+                                                              tuple[tuple[Any, ...], int]]:
+    """A decoder of ``cls``'s bytes (as its ``_codec_decode_body``: ``(buf, pos, version)``,
+    the same checks and errors) that returns the values of ``attrs`` only, as a tuple in that
+    order, instead of an object: a reader that needs a few fields of many records (a
+    partition's load) builds neither the objects nor the UUIDs and bytes it does not read."""
+    specs = fields_of(cls)
+    unknown = set(attrs) - {s.attr for s in specs}
+    if unknown:
+        raise TypeError(f"{cls.__name__} has no field {sorted(unknown)}")
+    g = _Gen()
+    g.env["_cls"] = cls
+    g.emit(0, "def _decf(buf, pos, version):")
+    _dec_fields(g, specs, frozenset(attrs))
+    values = "".join(f"a_{attr}, " for attr in attrs)
+    g.emit(1, f"return ({values}), pos")
+    return _exec(g, "_decf", cls)
+
+
+def _dec_fields(g: _Gen, specs: tuple[FieldSpec, ...], keep: frozenset[str] | None) -> None:
+    """Emit the decoding of every field into ``a_<attr>`` (of those in ``keep`` only, the
+    others parsed and skipped; None: all), in a ``try`` that turns any failure into
+    ``RecordDecodeError``."""
+    g.emit(1, "try:")
+    fixed: list[FieldSpec] = []
+
+    def flush_fixed() -> None:
+        if fixed:
+            s = g.const(struct.Struct(">" + "".join(r.kind.fmt or "" for r in fixed)), "S")
+            names = ", ".join(f"a_{r.attr}" for r in fixed)
+            g.emit(2, f"{names}, = {s}.unpack_from(buf, pos); pos += {s}.size")
+            fixed.clear()
+
+    for spec in specs:
+        kept = keep is None or spec.attr in keep
+        if spec.since > 0:
+            flush_fixed()
+            dflt = g.const(spec.default, "d")
+            g.emit(2, f"if version < {spec.since}: a_{spec.attr} = {dflt}")
+            g.emit(2, "else:")
+            _dec_value(g, 3, spec.kind, f"a_{spec.attr}", kept)
+            continue
+        if spec.kind.fmt is not None:
+            fixed.append(spec)
+            continue
+        flush_fixed()
+        _dec_value(g, 2, spec.kind, f"a_{spec.attr}", kept)
+    flush_fixed()
+    g.emit(2, "pass")  # a struct with no fields (RemoveAccessControlEntryValue)
+    g.emit(1, "except (IndexError, UnicodeDecodeError, ValueError, TypeError) as exc:")
+    g.emit(2, "if isinstance(exc, _Err): raise")
+    g.emit(2, "raise _Err(f'cannot decode {_cls.__name__}: {exc}') from exc")
+    g.emit(1, "except __import__('struct').error as exc:")
+    g.emit(2, "raise _Err(f'cannot decode {_cls.__name__}: {exc}') from exc")
+
+
+def _compile_on_first_use(cls: type, specs: tuple[FieldSpec, ...]) -> None:
+    """Give ``cls`` an encoder and a decoder that generate the real ones when first called:
+    a process pays for the code generation of the record types it uses only (a server's start
+    decodes a few of the ~80). Thread-safe: two threads may both generate, with one result."""
+
+    def compile_now() -> None:
+        if cls.__dict__["_codec_decode_body"] is decode:
+            _compile(cls, specs)
+
+    def encode(o: Any, out: bytearray) -> None:
+        compile_now()
+        compiled(cls)._codec_encode_body(o, out)
+
+    def decode(buf: bytes, pos: int, version: int) -> tuple[Any, int]:
+        compile_now()
+        return compiled(cls)._codec_decode_body(buf, pos, version)
+
+    target = cast(_Compiled, cls)
+    target._codec_encode_body = encode
+    target._codec_decode_body = decode
+    _pending[cls] = compile_now
+
+
+_pending: dict[type, Callable[[], None]] = {}
+"""Record classes whose codec is not generated yet (see :func:`compiled`)."""
+
+
+def compiled(cls: type[T]) -> type[_Compiled]:
+    """``cls`` with its encoder and decoder generated (what is captured, by another record's
+    generated code or a decoder table, must be the real ones, not the first-use stubs)."""
+    compile_now = _pending.get(cls)
+    if compile_now is not None:
+        compile_now()  # (generates, unless done: by another thread too, then again here)
+        _pending.pop(cls, None)
+    return cast(type[_Compiled], cls)
 
 
 def _exec(g: _Gen, fn: str, cls: type) -> Callable[..., Any]:
@@ -518,7 +588,7 @@ def codec(
             )
         field_specs = tuple(specs)
         cast(_Compiled, c)._codec_fields = field_specs
-        _compile(c, field_specs)
+        _compile_on_first_use(c, field_specs)
         return c
 
     if cls is not None:

@@ -5,9 +5,9 @@ Thread-safety: every method may be called from any thread; a lock serialises cha
 does not block :meth:`PartitionLog.append_batch` on the event loop.
 
 A log opened with ``defer_writes=True`` (the coordinator runtime's, when every answer waits for
-an fsync) keeps appended batches in memory and writes them in :meth:`PartitionLog.flush`, just
-before the fsync, on the flushing thread: the event loop then makes no write system call at all,
-and never waits for a ``pwrite`` that the kernel holds up behind another file's fsync.
+an fsync) keeps appended batches in memory and writes them in :meth:`PartitionLog.flush` or
+:meth:`PartitionLog.write_pending`, just before the fsync: every batch of a round in one system
+call.
 """
 
 from __future__ import annotations
@@ -363,6 +363,17 @@ class PartitionLog:
         finally:
             os.close(fd)
         return durable
+
+    def write_pending(self) -> tuple[int, int]:
+        """:meth:`flush` without the fsync: write the batches kept in memory
+        (``defer_writes``); returns the offset up to which (exclusive) records are now in the
+        file, and the log's own descriptor of that file, for an fsync to be started at once,
+        on the thread that appends (its next append may roll the segment and close it)."""
+        with self._write_lock:
+            written_to = self._write_unwritten()
+            with self._lock:
+                self._check_writable()
+                return written_to, self._active.fd
 
     # ------------------------------------------------------------------ reading
 

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from coordinator.metadata.broker import Broker, Endpoint
 from coordinator.observability.logs import get_logger
+from coordinator.runtime import CoordinatorError
 from coordinator.security.acl import (
     CLUSTER_NAME,
     SUPPORTED_OPERATIONS,
@@ -19,6 +21,7 @@ from coordinator.security.acl import (
 from protocol import RequestHeader, Schema, api_name, make
 
 _audit = get_logger("coordinator.authorizer")
+T = TypeVar("T")
 
 
 @dataclass(slots=True)
@@ -102,3 +105,31 @@ class RequestContext:
             if cls is not None:
                 return make(cls, **fields)
         raise AttributeError(f"{module.__name__} has none of {struct}")
+
+
+def answer_later(source: asyncio.Future[T], on_result: Callable[[T], Any],
+                 on_error: Callable[[CoordinatorError], Any]) -> asyncio.Future[Any]:
+    """A handler's answer as a future: ``on_result`` of what the runtime event ``source``
+    answers, or ``on_error`` of the CoordinatorError it fails with (any other failure is the
+    answer's, for the dispatcher to report)."""
+    answer: asyncio.Future[Any] = source.get_loop().create_future()
+
+    def done(_: asyncio.Future[T]) -> None:
+        if answer.done():
+            return
+        if source.cancelled():
+            answer.cancel()
+            return
+        try:
+            exc = source.exception()
+            if exc is None:
+                answer.set_result(on_result(source.result()))
+            elif isinstance(exc, CoordinatorError):
+                answer.set_result(on_error(exc))
+            else:
+                answer.set_exception(exc)
+        except Exception as failure:  # a bug in the callbacks: the dispatcher reports it
+            answer.set_exception(failure)
+
+    source.add_done_callback(done)
+    return answer

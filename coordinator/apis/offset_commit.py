@@ -14,8 +14,9 @@ from coordinator.observability import sensors
 from coordinator.runtime import CoordinatorError, Result
 from coordinator.security.acl import AclOperation, ResourceType
 from protocol import ErrorCode
+from protocol.encoded import EncodedBody, encode_body
 
-from .context import RequestContext
+from .context import RequestContext, answer_later
 
 _ONE_MS = datetime.timedelta(milliseconds=1)
 
@@ -29,7 +30,9 @@ def _ref(topic: Any) -> Any:
     return topic.topic_id if hasattr(topic, "topic_id") else topic.name
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+def handle(ctx: RequestContext, request: Any) -> Any:
+    """The response, or a future of it once the commit's records are durable (a future, not a
+    coroutine: the commit path is the hottest write, and a task per request costs)."""
     broker = ctx.broker
     errors: dict[tuple[Any, int], ErrorCode] = {}
     accepted: list[offsets.PartitionCommit] = []
@@ -79,14 +82,22 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             return offsets.commit(shard.offsets, commit, now, max_bytes,
                                   shard.group_exists(commit.group_id))
 
-        try:
-            outcome = await runtime.write(runtime.partition_for(request.group_id), handler,
-                                          name="OffsetCommit", group_id=request.group_id)
+        def committed(outcome: dict[tuple[str, int], ErrorCode]) -> Any:
             errors.update({(refs[topic], partition): error
                            for (topic, partition), error in outcome.items()})
             sensors.record_offset_commits(sum(e is ErrorCode.none for e in outcome.values()))
-        except CoordinatorError as exc:
+            return _respond(ctx, request, errors)
+
+        def failed(exc: CoordinatorError) -> Any:
             errors.update({(refs[c.topic], c.partition): exc.code for c in accepted})
+            return _respond(ctx, request, errors)
+
+        try:
+            written = runtime.submit(runtime.partition_for(request.group_id), True, handler,
+                                     name="OffsetCommit", group_id=request.group_id)
+        except CoordinatorError as exc:
+            return failed(exc)
+        return answer_later(written, committed, failed)
     return _respond(ctx, request, errors)
 
 
@@ -98,8 +109,27 @@ def _name(broker: Any, topic: Any) -> str | None:
     return None if image is None else str(image.name)
 
 
+_ENCODED: dict[tuple[Any, ...], EncodedBody] = {}
+"""Response bodies by (version, topics, partitions and their errors): a consumer commits the
+same partitions again and again, and its answer is the same bytes each time."""
+ENCODED_MAX = 4096
+
+
 def _respond(ctx: RequestContext, request: Any, errors: dict[tuple[Any, int], ErrorCode]
              ) -> Any:
+    key = (ctx.schema, *((ref, *((p.partition_index, errors[(ref, p.partition_index)])
+                                  for p in topic.partitions))
+                         for topic in request.topics for ref in (_ref(topic),)))
+    body = _ENCODED.get(key)
+    if body is None:
+        if len(_ENCODED) >= ENCODED_MAX:
+            _ENCODED.clear()
+        body = _ENCODED[key] = encode_body(ctx.schema, _response(ctx, request, errors))
+    return body
+
+
+def _response(ctx: RequestContext, request: Any, errors: dict[tuple[Any, int], ErrorCode]
+              ) -> Any:
     return ctx.respond(topics=tuple(
         ctx.nested("OffsetCommitResponseTopic", name=getattr(topic, "name", None),
                    topic_id=getattr(topic, "topic_id", None), partitions=tuple(

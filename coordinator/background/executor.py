@@ -106,6 +106,9 @@ class BackgroundExecutor:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._in_flight = 0
         self._on_first_use = False
+        self._starting: asyncio.Task[None] | None = None
+        self._waiting: list[tuple[Task, Any, Done]] = []
+        """Tasks submitted while the workers start in the background (``start(wait=False)``)."""
 
     @classmethod
     def from_config(cls, config: Any) -> BackgroundExecutor:
@@ -117,21 +120,51 @@ class BackgroundExecutor:
 
     @property
     def in_flight(self) -> int:
-        return self._in_flight
+        return self._in_flight + len(self._waiting)
 
-    async def start(self, eager: bool = True) -> None:
+    async def start(self, eager: bool = True, wait: bool = True) -> None:
         """Start the workers and wait until each has imported what tasks need. Not ``eager``
         (no group type offloads unless a group's config asks, as in the test profile): the
-        first ``submit`` starts them, and the server starts without waiting for them."""
+        first ``submit`` starts them, and the server starts without waiting for them. Not
+        ``wait`` (the server's start): the workers start in the background, and tasks
+        submitted meanwhile run once they are up; the server serves without waiting for the
+        forkserver's imports."""
         self._loop = asyncio.get_running_loop()
         if not eager:
             self._on_first_use = True
             log.info("background executor starts on first use", workers=self.workers)
             return
+        self._starting = self._loop.create_task(self._start_workers())
+        if wait:
+            await self._starting
+            if self._pool is None:
+                raise RuntimeError("the background executor's workers did not start")
+
+    async def _start_workers(self) -> None:
+        assert self._loop is not None
         # Starting processes blocks: do it on a thread, not on the event loop.
-        self._pool = await asyncio.to_thread(self._make_pool)
-        warm = [self._loop.run_in_executor(self._pool, _noop) for _ in range(self.workers)]
-        await asyncio.gather(*warm)
+        try:
+            pool = await asyncio.to_thread(self._make_pool)
+        except Exception as exc:  # cannot fork, no forkserver: the tasks fail, the next retries
+            log.error("background executor failed to start", error=repr(exc))
+            waiting, self._waiting = self._waiting, []
+            self._on_first_use = self._starting is not None
+            for _, _, done in waiting:
+                done(exc)
+            return
+        if self._starting is None:  # stopped meanwhile
+            pool.shutdown(wait=False, cancel_futures=True)
+            return
+        self._pool = pool
+        waiting, self._waiting = self._waiting, []
+        for task, payload, done in waiting:
+            self.submit(task, payload, done)
+        warm = [self._loop.run_in_executor(pool, _noop) for _ in range(self.workers)]
+        try:
+            await asyncio.gather(*warm)
+        except Exception as exc:  # a worker died: the next submit replaces the pool
+            log.error("background executor failed to start", error=repr(exc))
+            return
         log.info("background executor started", workers=self.workers,
                  start_method=self.start_method)
 
@@ -152,6 +185,9 @@ class BackgroundExecutor:
             self._pool = self._make_pool()  # blocks the loop while the workers fork, once
             log.info("background executor started", workers=self.workers,
                      start_method=self.start_method)
+        if self._pool is None and self._starting is not None and not self._starting.done():
+            self._waiting.append((task, payload, done))  # runs once the workers are up
+            return
         pool, loop = self._pool, self._loop
         if pool is None or loop is None:
             raise RuntimeError("the background executor is not running")
@@ -193,6 +229,11 @@ class BackgroundExecutor:
 
     async def stop(self) -> None:
         self._on_first_use = False
+        starting, self._starting = self._starting, None
+        self._waiting.clear()
+        if starting is not None and not starting.done():
+            # the pool being made in its thread is shut down by _start_workers, or here
+            await asyncio.gather(starting, return_exceptions=True)
         pool, self._pool = self._pool, None
         if pool is None:
             return

@@ -149,6 +149,10 @@ def _body_bytes(found: Any, message: Any, request: bool) -> bytes:
     return buf.getvalue()
 
 
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--iterations", type=int, default=20000)
+
+
 def run(args: argparse.Namespace) -> int:
     rows = measure(args.iterations)
     header = f"{'message':<36}{'bytes':>7}{'decode µs':>11}{'encode µs':>11}" \

@@ -74,7 +74,7 @@ def measure(bootstrap: str, server_pid: int | None, *, clients: int, partitions:
     }
 
 
-def run_bench(partitions: list[int], *, clients: int = 64, connections: int = 8,
+def run_bench(partitions: list[int], *, clients: int = 256, connections: int = 32,
               processes: int = 1, rate: float | None = None, seconds: float = 5.0,
               warmup: float = 1.0, flush_interval_ms: int = 0) -> list[dict[str, Any]]:
     """The server in a child process, then a run per partitions-per-commit value."""
@@ -95,11 +95,11 @@ def run_bench(partitions: list[int], *, clients: int = 64, connections: int = 8,
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--clients", type=int, default=64,
+    parser.add_argument("--clients", type=int, default=256,
                         help="committing clients, each for a group of its own")
     parser.add_argument("--partitions", type=int, action="append",
                         help="partitions per commit (repeat for several runs; default 1 and 8)")
-    parser.add_argument("--connections", type=int, default=8)
+    parser.add_argument("--connections", type=int, default=32)
     parser.add_argument("--processes", type=int, default=1, help="load generator processes")
     parser.add_argument("--rate", type=float,
                         help="open loop at this many commits/s; without it, closed loop")

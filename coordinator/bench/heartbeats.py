@@ -14,8 +14,9 @@ SASL_PLAINTEXT, SASL_SSL; the SASL ones log in with ``--sasl-mechanism``) picks 
 with a throwaway CA's certificates (trustme, from the dev extras).
 
 One JSON line per run: ``offered_per_s`` (null for closed loop), ``heartbeats_per_s``,
-``p50_ms``, ``p99_ms``, ``max_ms`` and ``server_cpu_pct`` (the server process's CPU time over
-the measured window, from /proc; 100 is one core), with the run's shape.
+``p50_ms``, ``p99_ms``, ``max_ms`` and ``server_cpu_pct`` (the CPU time of the server process
+and its live children, such as the fsync helper, over the measured window, from /proc; 100 is
+one core), with the run's shape.
 """
 
 from __future__ import annotations

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import time
@@ -24,8 +25,29 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def children(pid: int) -> list[int]:
+    """The live child processes of ``pid`` (the server's fsync helper, its assignor pool)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue  # gone meanwhile
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
 def _cpu(pid: int | None) -> float:
-    return 0.0 if pid is None else cpu_seconds(pid)
+    """CPU seconds of the server process and its live children."""
+    if pid is None:
+        return 0.0
+    total = cpu_seconds(pid)
+    for child in children(pid):
+        with contextlib.suppress(OSError):
+            total += cpu_seconds(child)
+    return total
 
 
 def split(items: int, parts: int) -> list[int]:

@@ -52,7 +52,7 @@ from . import expiration
 from .classic import session as classic_session
 from .common import group_configs, offsets
 from .common.configs import classic_config, offsets_retention
-from .common.shard import CoordinatorShard, LoadHook, Replayer
+from .common.shard import CoordinatorShard, LoadHook, RawReplayer, Replayer
 from .consumer import heartbeat as consumer_heartbeat
 from .consumer import regex as consumer_regex
 from .consumer import replay as consumer_replay
@@ -102,6 +102,12 @@ REPLAYED: tuple[tuple[type, Replayer], ...] = (
 
 REPLAYERS: Mapping[type, Replayer] = dict(REPLAYED)
 
+RAW_REPLAYERS: Mapping[bytes, RawReplayer] = {
+    prefix: offsets.replay_raw for prefix in offsets.COMMIT_KEY_PREFIXES}
+"""Types a load replays from their bytes, by 2-byte key prefix: offset commits, most of any
+store's records (the same state as their ``REPLAYED`` replayer gives; checked in
+``tests/unit/test_raw_replay.py``)."""
+
 NOT_REPLAYED: Mapping[type, str] = {
     StreamsGroupPartitionMetadataKey: "removed in Kafka 4.1 (KAFKA-17747): read from older "
                                       "stores, not needed",
@@ -131,4 +137,5 @@ def new_shard(partition: int, config: ServerConfig | None = None) -> Coordinator
     Kafka's defaults."""
     return CoordinatorShard(partition, replayers=REPLAYERS, load_hooks=LOAD_HOOKS,
                             classic_config=classic_config(config),
-                            offsets_retention=offsets_retention(config))
+                            offsets_retention=offsets_retention(config),
+                            raw_replayers=RAW_REPLAYERS)

@@ -24,7 +24,6 @@ import itertools
 import os
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -35,9 +34,11 @@ from protocol import ErrorCode
 from storage import snapshot as snapshots
 from storage.budget import SizeBudget
 from storage.errors import StorageError
-from storage.log import PartitionLog, partition_dir
-from storage.records import RECORD_TYPES, encode_record
-from storage.replay import decode_records, latest_records
+from storage.flusher import RETRY, Done, Flusher
+from storage.log import LogRecord, PartitionLog, partition_dir
+from storage.records import RECORD_TYPES, decode_record, encode_record
+from storage.records.registry import KEY_PREFIXES
+from storage.replay import latest_records
 
 from .clock import Clock
 from .errors import CoordinatorError, load_in_progress, not_available, write_failed
@@ -119,7 +120,8 @@ class CoordinatorRuntime:
                  slow_event_ms: float = SLOW_EVENT_MS,
                  snapshot_max_bytes: int = 20 * 1024 * 1024,
                  snapshot_interval_ms: int = 3_600_000,
-                 tombstone_retention_ms: int = 86_400_000) -> None:
+                 tombstone_retention_ms: int = 86_400_000,
+                 flusher: Flusher | None = None) -> None:
         self.log_dir = Path(log_dir)
         self.num_partitions = num_partitions
         self.shard_factory = shard_factory
@@ -133,7 +135,8 @@ class CoordinatorRuntime:
         """Told of every record applied, written or loaded (the rebalance timeline)."""
         self.record_listener_keys: frozenset[type] | None = None
         """The key types the listener needs every record of when a partition loads (None:
-        all); of the other types a load replays only the latest record per key."""
+        all); of the other types a load replays only the latest record per key, and need not
+        tell the listener of them."""
         self.snapshot_max_bytes = snapshot_max_bytes
         """A partition snapshots its state once this many record bytes were appended after its
         last snapshot (``coordinator.log.max.record.bytes.between.snapshots``; 0: never)."""
@@ -144,14 +147,13 @@ class CoordinatorRuntime:
         self.slow_event_ms = slow_event_ms
         self.partitions = [_Partition(i) for i in range(num_partitions)]
         self._dirty: set[_Partition] = set()
-        self._dirty_event = asyncio.Event()
-        self._flushing: dict[_Partition, asyncio.Task[None]] = {}  # fsync rounds under way
-        self._fsyncs = ThreadPoolExecutor(max(1, min(num_partitions, FSYNC_THREADS)),
-                                          thread_name_prefix="fsync")
-        """The partitions' fsync rounds run on threads of their own, as many at once as there
-        are partitions (up to ``FSYNC_THREADS``): the file system commits concurrent fsyncs
-        together, so a round of every partition costs about one fsync, not one per
-        partition queued behind the default executor's few threads."""
+        self._round_due = False  # a call to start the fsync rounds of the dirty partitions
+        self._flushing: set[_Partition] = set()  # fsync rounds under way
+        self._flusher = flusher or Flusher(min(num_partitions, FSYNC_THREADS))
+        """The partitions' fsyncs, in a helper process (:mod:`storage.flusher`), as many at
+        once as there are partitions (up to ``FSYNC_THREADS``): the file system commits
+        concurrent fsyncs together, so a round of every partition costs about one fsync, and
+        a partition whose fsync stalls holds back only its own answers."""
         self._tasks: list[asyncio.Task[None]] = []
         self._loaded = asyncio.Event()
         self._waiter_seq = itertools.count()
@@ -161,10 +163,12 @@ class CoordinatorRuntime:
     async def start(self, *, drive_timers: bool = True) -> None:
         """Start the processors and load every partition in the background (requests for a
         partition still loading get COORDINATOR_LOAD_IN_PROGRESS)."""
+        self._flusher.start(asyncio.get_running_loop())
         for partition in self.partitions:
             partition.task = asyncio.create_task(self._process(partition))
         self._tasks.append(asyncio.create_task(self._load_all()))
-        self._tasks.append(asyncio.create_task(self._flush_loop()))
+        if self.flush_interval_ms > 0:
+            self._tasks.append(asyncio.create_task(self._flush_loop()))
         if drive_timers:
             self._tasks.append(asyncio.create_task(self._timer_loop()))
 
@@ -172,7 +176,7 @@ class CoordinatorRuntime:
         await self._loaded.wait()
 
     async def stop(self) -> None:
-        for task in [*self._tasks, *self._snapshot_tasks, *self._flushing.values()]:
+        for task in [*self._tasks, *self._snapshot_tasks]:
             task.cancel()
         for partition in self.partitions:
             if partition.task is not None:
@@ -186,7 +190,7 @@ class CoordinatorRuntime:
                         partition.log.flush()
                 partition.log.close()
             partition.state = PartitionState.CLOSED
-        self._fsyncs.shutdown(wait=False)
+        self._flusher.close()
 
     # ------------------------------------------------------------------ loading
     async def _load_all(self) -> None:
@@ -236,24 +240,52 @@ class CoordinatorRuntime:
                                  recovery_point=None if snapshot is None
                                  else snapshot.recovery_point)
         shard = self.shard_factory(index)
-        listener = self.record_listener
         try:
             if snapshot is not None and not snapshots.reaches(snapshot, plog):
                 snapshot = None  # (then the open found no recovery point either: all scanned)
-            records = [] if snapshot is None else decode_records(snapshot.records)
+            if snapshot is not None:
+                self._replay(index, shard, snapshot.records)
             start = 0 if snapshot is None else snapshot.end_offset
             latest = latest_records(plog, start, keep_every=self._keep_every())
-            records += decode_records(latest.result())
-            for offset, ts, key, value in records:
-                shard.replay(offset, key, value)
-                if listener is not None:
-                    listener(index, offset, ts, key, value)
+            self._replay(index, shard, latest.result())
         except BaseException:
             plog.close()
             raise
         count = latest.count + (0 if snapshot is None else len(snapshot.records))
         return (plog, shard, (time.perf_counter() - started) * 1000.0, count, snapshot,
                 latest.bytes)
+
+    def _replay(self, index: int, shard: Any, records: list[LogRecord]) -> None:
+        """Decode and replay a load's records, in order. A shard that replays some types from
+        their bytes (``replay_records``: offset commits) is given them undecoded, but for the
+        types the record listener wants."""
+        listener = self.record_listener
+        replay = shard.replay
+
+        def replay_decoded(offset: int, ts: int, key_bytes: bytes, value_bytes: bytes | None
+                           ) -> None:
+            key, value = decode_record(key_bytes, value_bytes)
+            replay(offset, key, value)
+            if listener is not None:
+                listener(index, offset, ts, key, value)
+
+        listened = self._listened_prefixes()
+        replay_records = None if listened is None else getattr(shard, "replay_records", None)
+        if replay_records is not None:
+            replay_records(records, listened, replay_decoded)
+            return
+        for record in records:
+            replay_decoded(*record)
+
+    def _listened_prefixes(self) -> frozenset[bytes] | None:
+        """The key prefixes (type ids) of the records the record listener needs at a load;
+        None: all of them."""
+        if self.record_listener is None:
+            return frozenset()
+        wanted = self.record_listener_keys
+        if wanted is None:
+            return None
+        return frozenset(prefix for prefix, rt in KEY_PREFIXES.items() if rt.key_cls in wanted)
 
     def _keep_every(self) -> frozenset[int]:
         """The type ids a load replays every record of: those the record listener needs."""
@@ -407,7 +439,7 @@ class CoordinatorRuntime:
         else:
             partition.appended_by_group[event.group_id] = last + 1
         self._dirty.add(partition)
-        self._dirty_event.set()
+        self._round_soon()
         return True
 
     def _answer_when_durable(self, partition: _Partition, future: asyncio.Future[Any] | None,
@@ -424,48 +456,74 @@ class CoordinatorRuntime:
 
     # ------------------------------------------------------------------ group commit
     async def _flush_loop(self) -> None:
+        """With ``coordinator.log.flush.interval.ms``: a round of the dirty partitions at
+        that interval."""
         while True:
-            if self.flush_interval_ms > 0:
-                await asyncio.sleep(self.flush_interval_ms / 1000.0)
-            else:
-                await self._dirty_event.wait()
-                await asyncio.sleep(0)  # let every shard append in this turn share the round
-            self._dirty_event.clear()
-            batch = {p for p in self._dirty if p not in self._flushing}
-            self._dirty -= batch
-            self._flush(batch)
+            await asyncio.sleep(self.flush_interval_ms / 1000.0)
+            self._start_rounds()
+
+    def _round_soon(self) -> None:
+        """Without a flush interval: the rounds start right after this turn of the event loop,
+        so that every partition appended to in the turn shares them."""
+        if self.flush_interval_ms == 0 and not self._round_due:
+            self._round_due = True
+            asyncio.get_running_loop().call_soon(self._start_rounds)
+
+    def _start_rounds(self) -> None:
+        self._round_due = False
+        batch = {p for p in self._dirty if p not in self._flushing}
+        self._dirty -= batch
+        self._flush(batch)
 
     def _flush(self, batch: set[_Partition]) -> None:
-        """Start an fsync round of each partition appended to since its last round. Rounds of
-        different partitions run in parallel and independently: a partition whose fsync stalls
-        holds back only its own answers; what it appends meanwhile waits for its next round,
-        which starts when the stalled one ends."""
+        """Start an fsync round of each partition appended to since its last round: its
+        batches kept in memory are written, then the file is fsynced in the helper process.
+        Rounds of different partitions run in parallel and independently: a partition whose
+        fsync stalls holds back only its own answers; what it appends meanwhile waits for its
+        next round, which starts when the stalled one ends."""
+        requests: list[tuple[int, int, Done]] = []
         for partition in batch:
-            if partition.state is not PartitionState.ACTIVE or partition.log is None:
+            plog = partition.log
+            if partition.state is not PartitionState.ACTIVE or plog is None:
                 continue
-            task = asyncio.create_task(self._flush_one(partition))
-            self._flushing[partition] = task
-            task.add_done_callback(functools.partial(self._flush_done, partition))
+            try:
+                written_to, fd = plog.write_pending()
+            except (OSError, ValueError, StorageError) as exc:
+                self._flush_failed(partition, plog, exc)
+                continue
+            self._flushing.add(partition)
+            requests.append((partition.index, fd,
+                             functools.partial(self._synced, partition, plog, written_to)))
+        self._flusher.fsync(requests)
 
-    def _flush_done(self, partition: _Partition, _: asyncio.Task[None]) -> None:
-        del self._flushing[partition]
+    def _synced(self, partition: _Partition, plog: PartitionLog, written_to: int,
+                code: int) -> None:
+        """A round's fsync ended (``code``: its errno, 0 when the records are durable,
+        ``RETRY`` when the helper process was lost before it answered: a new round)."""
+        self._flushing.discard(partition)
+        if code == RETRY:
+            if partition.log is plog:
+                self._dirty.add(partition)
+        elif code:
+            self._flush_failed(partition, plog, OSError(code, os.strerror(code)))
+        elif partition.log is plog:
+            self._durable(partition, written_to)
         if partition in self._dirty:
-            self._dirty_event.set()  # appended to during the round: its next round
+            self._round_soon()  # appended to during the round: its next round
 
-    async def _flush_one(self, partition: _Partition) -> None:
-        plog = partition.log
-        assert plog is not None
-        try:
-            durable = await asyncio.get_running_loop().run_in_executor(self._fsyncs, plog.flush)
-        except (OSError, ValueError, StorageError) as exc:
-            if partition.log is not plog:
-                return  # reloaded meanwhile
-            log.error("coordinator fsync failed", partition=partition.index, error=str(exc))
-            self._fail_waiters(partition, write_failed(partition.index, str(exc)))
-            await self._reload(partition, f"fsync failed: {exc}")
-            return
-        if partition.log is plog:
-            self._durable(partition, durable)
+    def _flush_failed(self, partition: _Partition, plog: PartitionLog,
+                      exc: Exception) -> None:
+        if partition.log is not plog:
+            return  # reloaded meanwhile
+        log.error("coordinator fsync failed", partition=partition.index, error=str(exc))
+        self._fail_waiters(partition, write_failed(partition.index, str(exc)))
+        task = asyncio.create_task(self._reload(partition, f"fsync failed: {exc}"))
+        self._tasks.append(task)
+        task.add_done_callback(self._forget_task)
+
+    def _forget_task(self, task: asyncio.Task[None]) -> None:
+        with contextlib.suppress(ValueError):
+            self._tasks.remove(task)
 
     def _durable(self, partition: _Partition, durable: int) -> None:
         partition.durable = max(partition.durable, durable)

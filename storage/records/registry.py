@@ -7,10 +7,18 @@ Value bytes: ``int16 value version`` then the value fields; a tombstone is ``Non
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from storage.codec import encode_struct, fields_of, struct_from_json, struct_to_json
+from storage.codec import (
+    compiled,
+    encode_struct,
+    field_decoder,
+    fields_of,
+    struct_from_json,
+    struct_to_json,
+)
 from storage.errors import RecordDecodeError, UnknownRecordTypeError
 from storage.records import (
     acls,
@@ -96,6 +104,8 @@ DELTA_KEY_PREFIXES: dict[bytes, bytes] = {
 # Kafka writes offset commits with key version 1 and reads the legacy version 0 too.
 _DECODE_TYPES: dict[int, RecordType] = {**RECORD_TYPES, 0: RECORD_TYPES[1]}
 _BY_KEY_CLS: dict[type, RecordType] = {rt.key_cls: rt for rt in RECORD_TYPES.values()}
+KEY_PREFIXES: dict[bytes, RecordType] = {_HDR.pack(tid): rt for tid, rt in _DECODE_TYPES.items()}
+"""The record type of each 2-byte key prefix (type id) this build reads, the legacy ones too."""
 _BY_NAME: dict[str, RecordType] = {rt.name: rt for rt in RECORD_TYPES.values()}
 
 
@@ -148,22 +158,21 @@ def key_type_id(key_bytes: bytes) -> int:
 
 
 # type id -> (name, key decoder, value decoder, newest value version); the replay hot path.
-_DECODERS: dict[int, tuple[str, Any, Any, int]] = {
-    tid: (
-        rt.name,
-        rt.key_cls._codec_decode_body,
-        rt.value_cls._codec_decode_body,
-        rt.value_cls.VERSION,
-    )
-    for tid, rt in _DECODE_TYPES.items()
-}
+# Filled on first use of a type: its decoders are generated then (``storage.codec.compiled``).
+_DECODERS: dict[int, tuple[str, Any, Any, int]] = {}
 
 
 def _decoders(type_id: int) -> tuple[str, Any, Any, int]:
     try:
         return _DECODERS[type_id]
     except KeyError:
-        raise UnknownRecordTypeError(f"unknown record type {type_id!r}") from None
+        pass
+    rt = _DECODE_TYPES.get(type_id)
+    if rt is None:
+        raise UnknownRecordTypeError(f"unknown record type {type_id!r}")
+    found = _DECODERS[type_id] = (rt.name, compiled(rt.key_cls)._codec_decode_body,
+                                  compiled(rt.value_cls)._codec_decode_body, rt.value_cls.VERSION)
+    return found
 
 
 def decode_key(key_bytes: bytes) -> Any:
@@ -214,6 +223,53 @@ def decode_record(key_bytes: bytes, value_bytes: bytes | None) -> tuple[Any, Any
     if pos != len(value_bytes):
         raise RecordDecodeError(f"{name} value: {len(value_bytes) - pos} trailing bytes")
     return key, value
+
+
+FieldsDecoder = Callable[[bytes, "bytes | None"], tuple[tuple[Any, ...], "tuple[Any, ...] | None"]]
+"""(key bytes, value bytes or None) -> (the key fields asked for, the value fields asked for or
+None for a tombstone)."""
+
+
+def fields_decoder(key_cls: type[Any], key_attrs: Sequence[str], value_attrs: Sequence[str]
+                   ) -> tuple[frozenset[bytes], FieldsDecoder]:
+    """:func:`decode_record` for the records of one type, into tuples of the fields named
+    (``storage.codec.field_decoder``) instead of objects, with the same checks and errors; and
+    the 2-byte key prefixes (type ids) of that type, which the caller dispatches on (the
+    decoder does not look at the type id)."""
+    rt = record_type_of_class(key_cls)
+    name, newest = rt.name, rt.value_cls.VERSION
+    kdec = field_decoder(rt.key_cls, key_attrs)
+    vdec = field_decoder(rt.value_cls, value_attrs)
+
+    def decode(key_bytes: bytes, value_bytes: bytes | None
+               ) -> tuple[tuple[Any, ...], tuple[Any, ...] | None]:
+        key, pos = kdec(key_bytes, 2, 0)
+        if pos != len(key_bytes):
+            raise RecordDecodeError(f"{name} key: {len(key_bytes) - pos} trailing bytes")
+        if value_bytes is None:
+            return key, None
+        if len(value_bytes) < 2:
+            raise RecordDecodeError(f"{name} value shorter than its version")
+        version = (value_bytes[0] << 8) | value_bytes[1]
+        if version > newest:
+            raise RecordDecodeError(
+                f"{name} value version {version} is not supported (this build reads 0..{newest})"
+            )
+        value, pos = vdec(value_bytes, 2, version)
+        if pos != len(value_bytes):
+            raise RecordDecodeError(f"{name} value: {len(value_bytes) - pos} trailing bytes")
+        return key, value
+
+    prefixes = frozenset(prefix for prefix, t in KEY_PREFIXES.items() if t is rt)
+    return prefixes, decode
+
+
+def record_type_of_class(key_cls: type[Any]) -> RecordType:
+    """The :class:`RecordType` of a key class."""
+    try:
+        return _BY_KEY_CLS[key_cls]
+    except KeyError:
+        raise TypeError(f"not a record key class: {key_cls.__name__}") from None
 
 
 def record_to_json(key: Any, value: Any | None) -> dict[str, Any]:

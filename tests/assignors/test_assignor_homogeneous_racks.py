@@ -1,15 +1,23 @@
 """The uniform assignor's first assignment of a homogeneous group with racks: balanced, and
 as many partitions as any assignment with the same per-member counts could give go to a
-member on one of their replicas' racks (checked against an independent bipartite matching)."""
+member on one of their replicas' racks (checked against an independent bipartite matching);
+when every topic has one rack layout, the same as cutting the class streams piece by piece."""
 
 from __future__ import annotations
 
 import os
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assignors import GroupAssignment, MemberSpec, TopicMetadata, UniformAssignor
+from assignors import (
+    GroupAssignment,
+    MemberSpec,
+    TopicMetadata,
+    UniformAssignor,
+    uniform_homogeneous,
+)
 
 from .assignor_checks import (
     RACKS,
@@ -103,3 +111,41 @@ def test_first_assignment_matches_the_most_racks(group) -> None:
     assert UNIFORM.assign(build(members[::-1], topics[::-1])) == result
     # and it is a fixed point: assigning again from it changes nothing
     assert UNIFORM.assign(build(with_current(members, result), topics)) == result
+
+
+@st.composite
+def fresh_one_layout(draw: st.DrawFn) -> tuple[list[MemberSpec], list[TopicMetadata]]:
+    """Every topic with the same partition count and replica racks (what real topics and
+    the bench usually are): the first assignment cuts the classes' streams by arithmetic."""
+    n = draw(st.integers(1, 12))
+    layout = [set(draw(st.lists(st.sampled_from(RACKS), min_size=1, max_size=2)))
+              for _ in range(n)]
+    topics = [TopicMetadata(topic_id(i), f"t{i}", n, layout)
+              for i in range(draw(st.integers(1, 6)))]
+    subs = frozenset(t.topic_id for t in topics)
+    members = [MemberSpec(f"m{i}", subs, rack=draw(st.sampled_from((*RACKS, None))))
+               for i in range(draw(st.integers(1, 12)))]
+    return members, topics
+
+
+@PROPS
+@given(fresh_one_layout())
+def test_one_layout_cut_by_arithmetic_as_by_pieces(group) -> None:
+    """The arithmetic cut of one layout's streams gives what cutting the streams piece by
+    piece gives, and the most rack matches."""
+    members, topics = group
+    spec = build(members, topics)
+    result = UNIFORM.assign(spec)
+    check_valid(members, topics, result)
+    check_uniform_balance(members, topics, result)
+    loads = {mid: sum(map(len, ts.values())) for mid, ts in result.members.items()}
+    if racks_matter(members, topics):
+        assert matched(members, topics, result) == max_matched(members, topics, loads)
+
+    def by_pieces(ts: tuple[int, ...], layout: tuple[int, ...]) -> object:
+        return uniform_homogeneous._PieceStreams(spec.partition_counts, {id(layout): list(ts)},
+                                                 {id(layout): layout})
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(uniform_homogeneous, "_LayoutStreams", by_pieces)
+        assert UNIFORM.assign(spec) == result

@@ -348,7 +348,7 @@ def test_components_both_ways_agree(group) -> None:
     ["--subscriptions", "overlapping", "--window", "4", "--stride", "3"],
     ["--subscriptions", "overlapping", "--incremental", "--racks", "5"],
     ["--subscriptions", "random", "--window", "3", "--incremental"],
-    ["--assignor", "range", "--subscriptions", "overlapping", "--racks", "3"],
+    ["--assignor", "range", "--subscriptions", "overlapping", "--racks", "5"],
     ["--assignor", "lag", "--subscriptions", "random", "--incremental"],
 ])
 def test_bench_overlapping_and_random(argv: list[str]) -> None:

@@ -172,19 +172,34 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
+def _command_line(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def _children_running(pid: int, word: str) -> set[int]:
+    return {child for child in _children(pid) if word in _command_line(child)}
+
+
 def test_a_killed_server_leaves_no_background_workers_behind(tmp_path: Path) -> None:
     """SIGKILL gives the server no chance to stop its pool: the workers notice on their own
-    and exit, and with them the forkserver they were started from."""
+    and exit, and with them the forkserver they were started from; so does the fsync helper
+    process (storage/flusher_process.py)."""
     server = ServerProcess(tmp_path / "data", OVERRIDES).start()
     try:
         proc = server.proc
         assert proc is not None
-        forkservers = wait_until(lambda: _children(proc.pid), 20, message="forkserver")
+        forkservers = wait_until(lambda: _children_running(proc.pid, "forkserver"), 20,
+                                 message="forkserver")
         workers = wait_until(lambda: set().union(*map(_children, forkservers)), 20,
                              message="the background workers")
         assert len(workers) == 2  # group.coordinator.background.threads
+        flushers = wait_until(lambda: _children_running(proc.pid, "flusher_process"), 20,
+                              message="the fsync helper")
         server.kill()
-        wait_until(lambda: not any(map(_alive, forkservers | workers)), 15,
-                   message="the workers and the forkserver to exit")
+        wait_until(lambda: not any(map(_alive, forkservers | workers | flushers)), 15,
+                   message="the workers, the forkserver and the fsync helper to exit")
     finally:
         server.kill()

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import functools
+import os
+import signal
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -31,6 +34,7 @@ from coordinator.runtime.clock import ManualClock
 from coordinator.runtime.partitioner import java_string_hash
 from protocol import ErrorCode
 from storage import segment
+from storage.flusher import Flusher
 from storage.log import PartitionLog
 from storage.records import OffsetCommitKey, OffsetCommitValue, decode_record
 
@@ -126,6 +130,7 @@ async def make_runtime(tmp_path: Path) -> AsyncIterator[RuntimeFactory]:
     async def make(num_partitions: int = 3, factory: Callable[[int], Any] = FakeShard,
                    clock: ManualClock | None = None, wait: bool = True,
                    **kwargs: Any) -> CoordinatorRuntime:
+        kwargs.setdefault("flusher", FlusherDouble())
         runtime = CoordinatorRuntime(tmp_path / "store", num_partitions, factory,
                                      clock or ManualClock(1_000), **kwargs)
         started.append(runtime)
@@ -145,23 +150,47 @@ def shard(runtime: CoordinatorRuntime, index: int) -> FakeShard:
     return result
 
 
+class FlusherDouble(Flusher):
+    """The runtime's fsyncs on threads of the test process, where a test can make the fsyncs
+    of one partition's files stall, fail or be counted (``storage.flusher``'s helper process
+    is tested in test_flusher.py)."""
+
+    def __init__(self) -> None:
+        super().__init__(8, use_process=False)
+        self.rules: dict[int, Callable[[], None]] = {}  # partition -> run before its fsync
+
+    def sync_file(self, fd: int) -> None:
+        directory = Path(os.readlink(f"/proc/self/fd/{fd}")).parent.name
+        rule = self.rules.get(int(directory.rsplit("-", 1)[1]))
+        if rule is not None:
+            rule()
+        super().sync_file(fd)
+
+
+def fsync_rule(runtime: CoordinatorRuntime, index: int, rule: Callable[[], None]) -> None:
+    """Run ``rule`` before each fsync of partition ``index`` (raise to fail the fsync)."""
+    flusher = runtime._flusher
+    assert isinstance(flusher, FlusherDouble)
+    flusher.rules[index] = rule
+
+
 def block_flush(runtime: CoordinatorRuntime, index: int) -> tuple[threading.Event,
                                                                   threading.Event]:
     """Make the partition's next fsyncs wait: ``entered`` is set when one starts, and it goes
     on once the test sets ``release``."""
-    plog = runtime.partitions[index].log
-    assert plog is not None
-    original = plog.flush
     entered = threading.Event()
     release = threading.Event()
 
-    def blocked_flush() -> int:
+    def blocked() -> None:
         entered.set()
         assert release.wait(10), "the test never released the flush"
-        return original()
 
-    plog.flush = blocked_flush  # type: ignore[method-assign]  # a test double on this one log
+    fsync_rule(runtime, index, blocked)
     return entered, release
+
+
+def failing_fsync() -> None:
+    raise OSError(errno.EIO, "Input/output error")
 
 
 # --------------------------------------------------------------------------- ordering
@@ -329,12 +358,9 @@ async def test_a_failed_fsync_fails_the_waiting_requests_and_reloads_the_partiti
     assert await runtime.write(0, put("g", 0, 1)) == "ok"
     plog = runtime.partitions[0].log
     assert plog is not None
-
-    def failing_flush() -> int:
-        raise OSError(5, "Input/output error")
-
-    plog.flush = failing_flush  # type: ignore[method-assign]  # a test double on this one log
+    fsync_rule(runtime, 0, failing_fsync)
     assert await error_of(runtime.write(0, put("g", 0, 2))) is ErrorCode.not_coordinator
+    fsync_rule(runtime, 0, lambda: None)
     # the partition is rebuilt from its log and serves again, with a fresh log object
     await until(lambda: runtime.state(0) is PartitionState.ACTIVE
                 and runtime.partitions[0].log is not plog, message="the reload")
@@ -345,8 +371,8 @@ async def test_a_failed_fsync_fails_the_waiting_requests_and_reloads_the_partiti
 
 async def test_a_failed_write_in_the_flush_fails_the_waiting_requests_and_reloads(
         make_runtime: RuntimeFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Batches are written by the flushing thread: a full disk there is answered like a failed
-    fsync, and the reloaded partition holds only what reached the file."""
+    """Batches are written when their fsync round starts: a full disk then is answered like a
+    failed fsync, and the reloaded partition holds only what reached the file."""
     runtime = await make_runtime()
     assert await runtime.write(0, put("g", 0, 1)) == "ok"
     plog = runtime.partitions[0].log
@@ -375,12 +401,9 @@ async def test_a_reload_does_not_count_the_partitions_bytes_twice(
         assert await runtime.write(0, put("g", 0, i)) == "ok"
     plog = runtime.partitions[0].log
     assert plog is not None
-
-    def failing_flush() -> int:
-        raise OSError(5, "EIO")
-
-    plog.flush = failing_flush  # type: ignore[method-assign]  # a test double on this one log
+    fsync_rule(runtime, 0, failing_fsync)
     assert await error_of(runtime.write(0, put("g", 0, 4))) is ErrorCode.not_coordinator
+    fsync_rule(runtime, 0, lambda: None)
     await until(lambda: runtime.state(0) is PartitionState.ACTIVE
                 and runtime.partitions[0].log is not plog, message="the reload")
     on_disk_bytes = sum(p.stat().st_size
@@ -658,15 +681,8 @@ async def test_writes_of_many_partitions_in_one_turn_share_one_flush_round(
         make_runtime: RuntimeFactory) -> None:
     runtime = await make_runtime(num_partitions=8)
     calls: list[int] = []
-    for partition in runtime.partitions:
-        plog = partition.log
-        assert plog is not None
-
-        def counted(plog: PartitionLog = plog) -> int:
-            calls.append(plog.partition)
-            return PartitionLog.flush(plog)
-
-        plog.flush = counted  # type: ignore[method-assign]  # a test double on this one log
+    for index in range(8):
+        fsync_rule(runtime, index, functools.partial(calls.append, index))
     answers = await asyncio.wait_for(asyncio.gather(
         *(runtime.write(i % 8, put("g", i % 8, i, i)) for i in range(64))), 5)
     assert answers == list(range(64))
@@ -675,18 +691,30 @@ async def test_writes_of_many_partitions_in_one_turn_share_one_flush_round(
     assert len(calls) < 64
 
 
+async def test_a_write_waiting_on_a_lost_fsync_helper_is_answered_after_a_new_fsync(
+        make_runtime: RuntimeFactory) -> None:
+    """The fsync helper process dies with a round unanswered: the round is done again on a
+    thread of this process, and the write is answered once that fsync is done (never before,
+    never failed)."""
+    runtime = await make_runtime(flusher=Flusher(4))
+    assert await runtime.write(0, put("g", 0, 1)) == "ok"
+    helper = runtime._flusher._process
+    assert helper is not None
+    helper.send_signal(signal.SIGSTOP)
+    waiting = asyncio.ensure_future(runtime.write(0, put("g", 0, 2, "after")))
+    await until(lambda: runtime._flusher._pending, message="the round sent to the helper")
+    assert not waiting.done()
+    helper.send_signal(signal.SIGKILL)
+    assert await asyncio.wait_for(waiting, 5) == "after"
+    assert runtime._flusher.in_process
+    assert runtime.partitions[0].durable == runtime.partitions[0].appended
+
+
 async def test_relaxed_flush_interval_answers_before_fsync(
         make_runtime: RuntimeFactory) -> None:
     runtime = await make_runtime(flush_interval_ms=60_000)
-    plog = runtime.partitions[0].log
-    assert plog is not None
     calls: list[int] = []
-
-    def flush() -> int:
-        calls.append(1)
-        return 0
-
-    plog.flush = flush  # type: ignore[method-assign]  # a test double on this one log
+    fsync_rule(runtime, 0, functools.partial(calls.append, 1))
     assert await asyncio.wait_for(runtime.write(0, put("g", 0, 1, "fast")), 5) == "fast"
     assert calls == []
 

@@ -9,8 +9,8 @@ with it (``new_shard``).
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from coordinator.observability.logs import get_logger
 from coordinator.runtime import TimerQueue
@@ -19,10 +19,15 @@ from coordinator.transaction import TransactionsState
 from .configs import ClassicConfig, OffsetsRetention
 from .offsets import OffsetsState
 
+if TYPE_CHECKING:
+    from storage.log import LogRecord
+
 log = get_logger("coordinator.shard")
 
 Replayer = Callable[["CoordinatorShard", int, Any, Any | None], None]
 """Applies one record (offset, key, value; value None for a tombstone) to a shard."""
+RawReplayer = Callable[["CoordinatorShard", int, bytes, "bytes | None"], None]
+"""Applies one record from its key and value bytes, as its type's ``Replayer`` would."""
 LoadHook = Callable[["CoordinatorShard", int], None]
 """Runs once a shard's log is replayed (re-arms the timers the records imply)."""
 
@@ -30,9 +35,12 @@ LoadHook = Callable[["CoordinatorShard", int], None]
 class CoordinatorShard:
     def __init__(self, partition: int, *, replayers: Mapping[type, Replayer],
                  load_hooks: Sequence[LoadHook], classic_config: ClassicConfig,
-                 offsets_retention: OffsetsRetention) -> None:
+                 offsets_retention: OffsetsRetention,
+                 raw_replayers: Mapping[bytes, RawReplayer] | None = None) -> None:
         self.partition = partition
         self.replayers = replayers
+        self.raw_replayers = raw_replayers or {}
+        """By 2-byte key prefix (type id): the types a load may replay from their bytes."""
         self.load_hooks = tuple(load_hooks)
         self.classic_config = classic_config
         self.offsets_retention = offsets_retention
@@ -59,6 +67,21 @@ class CoordinatorShard:
                         partition=self.partition, offset=offset, type=type(key).__name__)
             return
         replayer(self, offset, key, value)
+
+    def replay_records(self, records: Iterable[LogRecord], decoded: Collection[bytes],
+                       replay_decoded: Callable[[int, int, bytes, bytes | None], None]) -> None:
+        """Replay raw records in order (a load's): a record of a type with a raw replayer from
+        its bytes, unless its key prefix is in ``decoded``; any other through
+        ``replay_decoded`` (which decodes it and calls :meth:`replay`)."""
+        raw = self.raw_replayers
+        for offset, ts, key, value in records:
+            prefix = key[:2]
+            replayer = None if prefix in decoded else raw.get(prefix)
+            if replayer is None:
+                replay_decoded(offset, ts, key, value)
+            else:
+                self.last_offset = offset
+                replayer(self, offset, key, value)
 
     def on_loaded(self, now_ms: int) -> None:
         """Called once the log is replayed: each group type re-arms its timers."""

@@ -678,9 +678,11 @@ def assign_timer_fired(shard: Any, now_ms: int, env: ConsumerGroupEnv, group_id:
         arm_assign_timer(shard, env, group_id,
                          pacing.next_run_at(group, now_ms, own.assignment_interval_ms))
         return Result()
-    resolution = consumer_regex.resolved_topics(group)
-    members = {mid: consumer_regex.with_regex_topics(m, resolution)
-               for mid, m in group.members.items()}
+    members: Mapping[str, ConsumerGroupMember] = group.members  # read, not kept
+    if group.subscribed_regex_counts:  # as the assignor sees them: regex topics included
+        resolution = consumer_regex.resolved_topics(group)
+        members = {mid: consumer_regex.with_regex_topics(m, resolution)
+                   for mid, m in group.members.items()}
     offload = own.assignor_offload and env.offloader is not None
     out, effect, _ = _start_run(shard, env, group, group.group_epoch, members,
                                 dict(group.target), group.subscription_metadata, now_ms,
