@@ -69,7 +69,12 @@ class Flusher:
         self._loop = loop
         if not self._use_process:
             return
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        except OSError as exc:  # a platform without SOCK_SEQPACKET Unix sockets
+            log.error("fsync helper process cannot be reached; fsyncs run on threads",
+                      error=str(exc))
+            return
         try:
             self._process = subprocess.Popen(
                 [sys.executable, "-I", "-S", str(_HELPER), str(theirs.fileno()),

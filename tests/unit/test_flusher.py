@@ -8,6 +8,7 @@ import asyncio
 import errno
 import os
 import signal
+import socket
 from pathlib import Path
 
 import pytest
@@ -136,3 +137,20 @@ def test_a_file_let_go_during_its_fsync_is_closed_after_it(tmp_path: Path) -> No
     with pytest.raises(OSError):
         os.fstat(fd)
     assert files.take(1) is None
+
+
+async def test_where_the_helper_cannot_be_reached_the_fsyncs_run_on_threads(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_seqpacket(*args: object) -> None:
+        raise OSError(errno.EPROTONOSUPPORT, "Protocol not supported")
+
+    monkeypatch.setattr(socket, "socketpair", no_seqpacket)
+    flusher = Flusher(2)
+    flusher.start(asyncio.get_running_loop())
+    try:
+        assert flusher.in_process and flusher._process is None
+        fd = open_file(tmp_path / "f")
+        assert await fsync_all(flusher, [(0, fd)]) == [0]
+        os.close(fd)
+    finally:
+        flusher.close()
