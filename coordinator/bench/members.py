@@ -27,6 +27,7 @@ from typing import Any
 
 from coordinator.testing import ServerProcess
 
+from .procfs import status_kb
 from .storm import percentile, quiet_collector
 from .storm_client import Member, Wire, create_topics, describe_group
 
@@ -60,10 +61,10 @@ class CaseResult:
 
 def rss_kb(server: ServerProcess, field: str = "VmRSS") -> int:
     assert server.proc is not None
-    for line in Path(f"/proc/{server.proc.pid}/status").read_text().splitlines():
-        if line.startswith(f"{field}:"):
-            return int(line.split()[1])
-    raise RuntimeError(f"no {field} in /proc/{server.proc.pid}/status")
+    found = status_kb(server.proc.pid, field)
+    if found is None:
+        raise RuntimeError(f"no {field} in /proc/{server.proc.pid}/status")
+    return found
 
 
 def group_names(groups: int) -> list[str]:

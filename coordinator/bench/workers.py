@@ -6,37 +6,16 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing
-import os
 import time
 from collections.abc import Callable
 from multiprocessing.connection import Connection
-from pathlib import Path
 from typing import Any
 
+from .procfs import children, cpu_seconds
 from .request_loop import Outcome, percentile
 
 START_MARGIN_S = 0.3
 """From telling the workers the window to its start (each has a start time to wait for)."""
-
-
-def cpu_seconds(pid: int) -> float:
-    """User plus system CPU time of process ``pid`` so far (Linux /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def children(pid: int) -> list[int]:
-    """The live child processes of ``pid`` (the server's fsync helper, its assignor pool)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue  # gone meanwhile
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-                found.append(int(entry.name))
-    return found
 
 
 def _cpu(pid: int | None) -> float:

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from coordinator.bench.procfs import status_kb
 from coordinator.testing import ServerProcess
 
 from . import clients, readback
@@ -69,13 +70,9 @@ def server_peak_rss_kb(server: ServerProcess) -> int:
     if server.proc is None:
         return 0
     try:
-        status = Path(f"/proc/{server.proc.pid}/status").read_text()
+        return status_kb(server.proc.pid, "VmHWM") or 0
     except OSError:
         return 0
-    for line in status.splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1])
-    return 0
 
 
 class Soak:

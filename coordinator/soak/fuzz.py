@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..bench.procfs import status_kb
 from ..testing.server_process import ServerProcess
 from .corpus import Served, served
 from .healthy import HealthyClient
@@ -168,10 +169,7 @@ def _server_errors(server: ServerProcess) -> list[str]:
 
 def _peak_rss_mb(pid: int) -> float:
     """The process's peak resident set (VmHWM), in MiB."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return round(int(line.split()[1]) / 1024.0, 1)
-    return 0.0
+    return round((status_kb(pid, "VmHWM") or 0) / 1024.0, 1)
 
 
 def _percentile(ordered: list[float], q: float) -> float | None:

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
 
+from coordinator.bench.procfs import children
 from tests.harness import ServerProcess, wait_until
 from tests.integration.test_consumer_protocol import Group, create_topic, settled
 
@@ -152,18 +153,6 @@ def test_group_configs_survive_a_restart(server: ServerProcess, tmp_path: Path) 
     assert described["consumer.session.timeout.ms"]["value"] == "50000"
 
 
-def _children(pid: int) -> set[int]:
-    found = set()
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue  # gone meanwhile
-        if int(fields[1]) == pid:
-            found.add(int(stat.parent.name))
-    return found
-
-
 def _alive(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
@@ -180,7 +169,7 @@ def _command_line(pid: int) -> str:
 
 
 def _children_running(pid: int, word: str) -> set[int]:
-    return {child for child in _children(pid) if word in _command_line(child)}
+    return {child for child in children(pid) if word in _command_line(child)}
 
 
 def test_a_killed_server_leaves_no_background_workers_behind(tmp_path: Path) -> None:
@@ -193,7 +182,7 @@ def test_a_killed_server_leaves_no_background_workers_behind(tmp_path: Path) -> 
         assert proc is not None
         forkservers = wait_until(lambda: _children_running(proc.pid, "forkserver"), 20,
                                  message="forkserver")
-        workers = wait_until(lambda: set().union(*map(_children, forkservers)), 20,
+        workers = wait_until(lambda: set().union(*map(children, forkservers)), 20,
                              message="the background workers")
         assert len(workers) == 2  # group.coordinator.background.threads
         flushers = wait_until(lambda: _children_running(proc.pid, "flusher_process"), 20,
