@@ -8,13 +8,14 @@ import tempfile
 import time
 from pathlib import Path
 
+from pipeline import jvm_archive
 from pipeline.job import JobOptions, run
 from pipeline.session import build_session
 from pipeline.synthetic import write_store
 
 
 def bench(records: int, master: str = "local[2]", keep: Path | None = None,
-          report: bool = True) -> dict[str, float | int | str]:
+          report: bool = True) -> dict[str, float | int | str | None]:
     work = Path(tempfile.mkdtemp(prefix="pipeline-bench-"))
     store = keep if keep is not None else work / "store"
     try:
@@ -26,6 +27,7 @@ def bench(records: int, master: str = "local[2]", keep: Path | None = None,
                                   classic_groups=8)
             marker.write_text(str(records))
             print(f"wrote {written:,} records in {time.perf_counter() - t0:.1f}s", flush=True)
+        archive = jvm_archive.ensure()  # made once, like the store: the driver JVM's classes
         spark = build_session(master, shuffle_partitions=8, progress=False)
         try:
             t0 = time.perf_counter()
@@ -36,6 +38,7 @@ def bench(records: int, master: str = "local[2]", keep: Path | None = None,
         return {"records": result.records, "segments": result.segments, "master": master,
                 "seconds": round(elapsed, 2),
                 "records_per_s": round(result.records / elapsed),
-                "tables": json.dumps(result.rows)}
+                "tables": json.dumps(result.rows),
+                "class_archive": str(archive) if archive is not None else None}
     finally:
         shutil.rmtree(work, ignore_errors=True)

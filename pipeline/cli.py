@@ -25,6 +25,8 @@ def parser() -> argparse.ArgumentParser:
     rep.add_argument("--assignment-interval-ms", type=int, default=1000,
                      help="group.consumer.assignment.interval.ms, drawn in the runs plot")
     rep.add_argument("--quiet", action="store_true", help="no progress lines")
+    sub.add_parser("archive", help="make the JVM class archive later runs start from "
+                   "(pipeline/jvm_archive.py; `bench` makes it when missing)")
     bench = sub.add_parser("bench", help="records/s of the full report on a synthetic store")
     bench.add_argument("--records", type=int, default=5_000_000)
     bench.add_argument("--master", default="local[2]")
@@ -35,6 +37,17 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    if args.command == "archive":
+        from pipeline import jvm_archive
+
+        path = jvm_archive.archive_path()
+        if path is None:
+            print(f"{jvm_archive.ENV}={jvm_archive.OFF}: no archive", file=sys.stderr)
+            return 2
+        seconds = jvm_archive.build(path)
+        print(json.dumps({"archive": str(path), "bytes": path.stat().st_size,
+                          "seconds": round(seconds, 1)}))
+        return 0
     if args.command == "bench":
         from pipeline.bench import bench
 

@@ -23,7 +23,7 @@ LOGS = (TOPIC, METADATA_LOG)
 
 @dataclass(frozen=True, slots=True)
 class Segment:
-    """One segment file: the unit of a Spark input partition."""
+    """One segment file: the unit of work of a Spark input partition."""
 
     store: str  # the log directory, as given
     log: str  # __consumer_offsets or __cluster_metadata
@@ -50,6 +50,19 @@ def list_segments(stores: list[str]) -> list[Segment]:
                                        i == len(items) - 1, path.stat().st_size))
     out.sort(key=lambda s: -s.size)
     return out
+
+
+def pack(segments: list[Segment], bins: int) -> list[list[Segment]]:
+    """``segments`` in at most ``bins`` groups of about equal bytes (largest first, each to
+    the lightest group), the heaviest group first."""
+    groups: list[list[Segment]] = [[] for _ in range(min(bins, len(segments)))]
+    load = [0] * len(groups)
+    for seg in sorted(segments, key=lambda s: -s.size):
+        i = load.index(min(load))
+        groups[i].append(seg)
+        load[i] += seg.size
+    order = sorted(range(len(groups)), key=lambda i: -load[i])
+    return [groups[i] for i in order]
 
 
 def read_segment(segment: Segment) -> Iterator[tuple[int, int, bytes, bytes | None]]:

@@ -34,10 +34,13 @@ def prepare_environment() -> None:
 
 def build_session(master: str = "local[*]", *, app_name: str = "coordinator-pipeline",
                   shuffle_partitions: int | None = None, ui: bool = False,
-                  progress: bool = True, fast_start: bool = True) -> SparkSession:
+                  progress: bool = True, fast_start: bool = True, class_archive: bool = True,
+                  java_options: str = "") -> SparkSession:
     """A SparkSession with the ``coordinator-log`` source registered. ``fast_start`` starts
     the driver's JVM without the C2 compiler: it plans and collects small tables, and on
-    local masters runs the tasks too, where the Python workers do most of the work."""
+    local masters runs the tasks too, where the Python workers do most of the work.
+    ``class_archive`` maps the JVM class archive if one was made
+    (:mod:`pipeline.jvm_archive`); ``java_options`` are more options for the driver's JVM."""
     prepare_environment()
     builder = (
         SparkSession.builder.master(master)
@@ -48,6 +51,8 @@ def build_session(master: str = "local[*]", *, app_name: str = "coordinator-pipe
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.executorEnv.PYTHONPATH", os.environ["PYTHONPATH"])
         .config("spark.python.worker.reuse", "true")
+        # PySpark's modules from its package, with their bytecode, not from pyspark.zip
+        .config("spark.python.daemon.module", "pipeline.spark_daemon")
         # adaptive execution may coalesce the small shuffles of persisted tables too (with
         # Spark's 200 shuffle partitions a cluster would run 200 tiny replay tasks)
         .config("spark.sql.optimizer.canChangeCachedPlanOutputPartitioning", "true")
@@ -61,8 +66,13 @@ def build_session(master: str = "local[*]", *, app_name: str = "coordinator-pipe
         shuffle_partitions = 8  # the tables are small next to the scan: few, fast tasks
     if shuffle_partitions is not None:
         builder = builder.config("spark.sql.shuffle.partitions", str(shuffle_partitions))
-    if fast_start:
-        builder = builder.config("spark.driver.extraJavaOptions", FAST_JVM)
+    from pipeline import jvm_archive
+
+    driver_options = [FAST_JVM if fast_start else "", java_options,
+                      jvm_archive.java_options() if class_archive else ""]
+    if any(driver_options):
+        builder = builder.config("spark.driver.extraJavaOptions",
+                                 " ".join(o for o in driver_options if o))
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     register(spark)

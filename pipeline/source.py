@@ -4,11 +4,12 @@
     df = spark.read.format("coordinator-log").load("/path/to/log.dirs")
 
 One row per stored record (see :mod:`pipeline.schema`), one Spark input partition per segment
-file, yielded as Arrow RecordBatches: the records are framed with numpy
-(:mod:`pipeline.frames`), offset commits decoded in bulk (:mod:`pipeline.commits`), the other
-records by ``storage``'s own record code. Several stores: ``.option("paths",
-json.dumps([dir1, dir2]))`` instead of a path. ``.option("view", "digest")`` reads what the
-report job needs instead (:mod:`pipeline.digest`).
+file (or, with ``.option("tasks", N)``, the segments packed by size into N input partitions:
+fewer, longer tasks cost Spark less per record), yielded as Arrow RecordBatches: the records
+are framed with numpy (:mod:`pipeline.frames`), offset commits decoded in bulk
+(:mod:`pipeline.commits`), the other records by ``storage``'s own record code. Several stores:
+``.option("paths", json.dumps([dir1, dir2]))`` instead of a path. ``.option("view",
+"digest")`` reads what the report job needs instead (:mod:`pipeline.digest`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
@@ -26,6 +27,9 @@ from pyspark.sql.types import StructType
 from pipeline.digest import DIGEST_SCHEMA
 from pipeline.schema import ARROW_SCHEMA
 
+if TYPE_CHECKING:
+    from pipeline.segments import Segment
+
 NAME = "coordinator-log"
 RECORDS, DIGEST = "records", "digest"
 VIEWS = {RECORDS: ARROW_SCHEMA, DIGEST: DIGEST_SCHEMA}
@@ -34,9 +38,11 @@ CHUNK_RECORDS = 65_536
 
 
 class SegmentPartition(InputPartition):
-    def __init__(self, segment: dict[str, Any]) -> None:
-        super().__init__(segment)
-        self.segment = segment
+    """The segments one task reads (their :class:`pipeline.segments.Segment` fields)."""
+
+    def __init__(self, segments: list[dict[str, Any]]) -> None:
+        super().__init__(segments)
+        self.segments = segments
 
 
 class CoordinatorLogDataSource(DataSource):
@@ -48,7 +54,8 @@ class CoordinatorLogDataSource(DataSource):
         return from_arrow_schema(VIEWS[_view(self.options)])
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return CoordinatorLogReader(_stores(self.options), _view(self.options))
+        return CoordinatorLogReader(_stores(self.options), _view(self.options),
+                                    _tasks(self.options))
 
 
 def _view(options: Mapping[str, str]) -> str:
@@ -56,6 +63,15 @@ def _view(options: Mapping[str, str]) -> str:
     if view not in VIEWS:
         raise ValueError(f"option view: one of {', '.join(VIEWS)}, not {view!r}")
     return view
+
+
+def _tasks(options: Mapping[str, str]) -> int | None:
+    if "tasks" not in options:
+        return None
+    tasks = options["tasks"]
+    if not tasks.isdigit() or int(tasks) < 1:
+        raise ValueError(f"option tasks: a number of input partitions (1 or more), not {tasks!r}")
+    return int(tasks)
 
 
 def _stores(options: Mapping[str, str]) -> list[str]:
@@ -70,29 +86,36 @@ def _stores(options: Mapping[str, str]) -> list[str]:
 
 
 class CoordinatorLogReader(DataSourceReader):
-    def __init__(self, stores: list[str], view: str = RECORDS) -> None:
+    def __init__(self, stores: list[str], view: str = RECORDS, tasks: int | None = None
+                 ) -> None:
         self.stores = stores
         self.view = view
+        self.tasks = tasks
 
     def partitions(self) -> list[InputPartition]:
-        from pipeline.segments import list_segments, store_label
+        from pipeline.segments import list_segments, pack, store_label
 
         segments = list_segments(self.stores)
+        bins = pack(segments, self.tasks) if self.tasks else [[seg] for seg in segments]
         parts: list[InputPartition] = []
-        for seg in segments:
-            entry = asdict(seg)
-            entry["store"] = store_label(seg.store)
-            parts.append(SegmentPartition(entry))
-        return parts or [SegmentPartition({})]
+        for segs in bins:
+            entries = []
+            for seg in segs:
+                entry = asdict(seg)
+                entry["store"] = store_label(seg.store)
+                entries.append(entry)
+            parts.append(SegmentPartition(entries))
+        return parts or [SegmentPartition([])]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        from pipeline.frames import segment_frames
         from pipeline.segments import Segment
 
-        info = partition.value
-        if not info:
-            return
-        seg = Segment(**info)
+        for info in partition.value:
+            yield from self._read_segment(Segment(**info))
+
+    def _read_segment(self, seg: Segment) -> Iterator[pa.RecordBatch]:
+        from pipeline.frames import segment_frames
+
         chunks = segment_frames(seg.path, seg.partition, seg.base_offset, seg.last,
                                 CHUNK_RECORDS)
         if self.view == DIGEST:

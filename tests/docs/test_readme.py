@@ -207,7 +207,7 @@ NOT_SERVER_CONFIGS = {
     "transaction.timeout.ms": "a producer's config (transactions)",
     "isolation.level": "a consumer's config (`read_committed`)",
 }
-FILE_SUFFIXES = {"properties", "html", "md", "json", "yml", "yaml", "toml", "py", "txt"}
+FILE_SUFFIXES = {"properties", "html", "md", "json", "yml", "yaml", "toml", "py", "txt", "zip"}
 CONFIG_KEY = re.compile(r"[a-z][a-z0-9]*(?:\.[a-z0-9]+)+")
 ALTERNATIVES = re.compile(r"(.*\.)([a-z0-9]+)/([a-z0-9]+)(\..*)")  # group.min/max.session...
 

@@ -9,7 +9,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from pipeline.job import read_stores
-from pipeline.segments import list_segments
+from pipeline.segments import list_segments, pack
 from pipeline.synthetic import write_store
 from storage.dump import dump
 
@@ -27,6 +27,31 @@ def test_one_input_partition_per_segment(spark: SparkSession, store: Path) -> No
     assert len(segments) > 3  # small segments: several per partition
     df = spark.read.format("coordinator-log").load(str(store))
     assert df.rdd.getNumPartitions() == len(segments)
+
+
+def test_the_tasks_option_packs_segments_by_size(spark: SparkSession, store: Path) -> None:
+    segments = list_segments([str(store)])
+    bins = pack(segments, 3)
+    assert len(bins) == 3
+    assert sorted(s.path for b in bins for s in b) == sorted(s.path for s in segments)
+    loads = [sum(s.size for s in b) for b in bins]
+    assert loads == sorted(loads, reverse=True)
+    # greedy by size: no bin exceeds the lightest by more than the largest segment
+    assert loads[0] - loads[-1] <= max(s.size for s in segments)
+    assert pack(segments[:2], 5) == [[segments[0]], [segments[1]]]
+    df = read_stores(spark, [str(store)], tasks=3)
+    assert df.rdd.getNumPartitions() == 3
+    columns = ["log", "partition", "offset", "type", "group_id", "commit_offset"]
+    packed = sorted(tuple(r) for r in df.select(*columns).collect())
+    one_each = sorted(tuple(r) for r in read_stores(spark, [str(store)]).select(
+        *columns).collect())
+    assert packed == one_each
+
+
+@pytest.mark.parametrize("tasks", ["0", "-1", "two"])
+def test_a_bad_tasks_option_is_refused(spark: SparkSession, store: Path, tasks: str) -> None:
+    with pytest.raises(Exception, match="option tasks"):
+        spark.read.format("coordinator-log").option("tasks", tasks).load(str(store)).count()
 
 
 def test_rows_match_the_dump(spark: SparkSession, store: Path) -> None:

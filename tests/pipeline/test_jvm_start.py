@@ -1,0 +1,144 @@
+"""What a pipeline session starts from: the JVM class archive (:mod:`pipeline.jvm_archive`),
+made by a real training run and then mapped by a real driver JVM, and Spark's Python daemon
+importing PySpark from its package (:mod:`pipeline.spark_daemon`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from pipeline import jvm_archive
+from pipeline.spark_daemon import unzipped_path
+
+ROOT = Path(__file__).resolve().parents[2]
+SESSION = """
+import sys
+from pipeline.session import build_session
+spark = build_session("local[1]", progress=False, java_options=sys.argv[1])
+assert spark.range(5).count() == 5
+print("count ok", flush=True)
+spark.stop()
+"""
+
+
+def _env(archive: Path | str) -> dict[str, str]:
+    return {**os.environ, jvm_archive.ENV: str(archive), "PYTHONPATH": str(ROOT)}
+
+
+def _session(archive: Path | str, java_options: str = "") -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", SESSION, java_options], env=_env(archive),
+                          cwd=ROOT, capture_output=True, text=True, timeout=180)
+
+
+@pytest.fixture(scope="module")
+def archive(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("jvm") / "classes.jsa"
+    jvm_archive.build(path)
+    return path
+
+
+@pytest.mark.slow
+def test_the_training_run_leaves_one_whole_archive(archive: Path) -> None:
+    assert archive.stat().st_size > 10 * 2**20
+    assert [p.name for p in archive.parent.iterdir()] == [archive.name]  # nothing aside
+
+
+@pytest.mark.slow
+def test_a_driver_jvm_loads_sparks_classes_from_the_archive(archive: Path,
+                                                            tmp_path: Path) -> None:
+    log = tmp_path / "classes.log"
+    done = _session(archive, f"-Xlog:class+load=info:file={log}")
+    assert "count ok" in done.stdout, done.stderr[-2000:]
+    lines = log.read_text().splitlines()
+    shared = [line for line in lines if "source: shared objects file (top)" in line]
+    assert len(shared) > 2000, f"{len(shared)} of {len(lines)} classes from the archive"
+    assert any(" org.apache.spark.SparkContext " in line for line in shared)
+
+
+@pytest.mark.slow
+def test_the_bench_uses_the_archive(archive: Path, tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "pipeline", "bench", "--records", "20000",
+         "--keep-store", str(tmp_path / "store")],
+        env=_env(archive), cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(done.stdout.splitlines()[-1])
+    assert result["class_archive"] == str(archive)
+    assert result["records"] >= 20000 and result["records_per_s"] > 0
+    assert all(rows > 0 for rows in json.loads(result["tables"]).values())
+
+
+@pytest.mark.slow
+def test_a_damaged_archive_is_passed_over(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsa"
+    bad.write_bytes(b"\x00not an archive" * 4096)
+    done = _session(bad)
+    assert "count ok" in done.stdout, done.stderr[-2000:]
+
+
+def test_the_archive_follows_the_java_it_was_made_for(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(jvm_archive.ENV, raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    first = jvm_archive.archive_path()
+    assert first is not None and first.parent == tmp_path / "cache" / "coordinator-pipeline"
+    assert jvm_archive.java_options() == ""  # none made yet
+    other = tmp_path / "jdk" / "bin" / "java"
+    other.parent.mkdir(parents=True)
+    other.write_text("#!/bin/sh\n")
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "jdk"))
+    assert jvm_archive.java_executable() == other.resolve()
+    second = jvm_archive.archive_path()
+    assert second is not None and second != first
+    second.parent.mkdir(parents=True, exist_ok=True)
+    second.write_bytes(b"x")
+    assert jvm_archive.java_options() == f"-XX:SharedArchiveFile={second}"
+    monkeypatch.setenv(jvm_archive.ENV, jvm_archive.OFF)
+    assert jvm_archive.archive_path() is None and jvm_archive.java_options() == ""
+    assert jvm_archive.ensure(say=False) is None
+
+
+def _pyspark_zip(path: Path, version: str) -> Path:
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("pyspark/__init__.py", "")
+        zf.writestr("pyspark/version.py", f'__version__: str = "{version}"\n')
+    return path
+
+
+def test_sparks_zips_leave_the_path_only_for_the_same_installed_version(tmp_path: Path
+                                                                         ) -> None:
+    site = tmp_path / "site"
+    (site / "pyspark").mkdir(parents=True)
+    (site / "pyspark" / "__init__.py").write_text("")
+    (site / "pyspark" / "version.py").write_text('__version__: str = "4.3.0"\n')
+    (site / "py4j").mkdir()
+    (site / "py4j" / "__init__.py").write_text("")
+    same = str(_pyspark_zip(tmp_path / "pyspark.zip", "4.3.0"))
+    py4j = tmp_path / "py4j-0.10.9.9-src.zip"
+    with zipfile.ZipFile(py4j, "w") as zf:
+        zf.writestr("py4j/__init__.py", "")
+    path = ["/somewhere", same, str(py4j), str(site)]
+    assert unzipped_path(path) == ["/somewhere", str(site)]
+    (tmp_path / "other").mkdir()
+    older = str(_pyspark_zip(tmp_path / "other" / "pyspark.zip", "4.2.0"))
+    assert unzipped_path(["/somewhere", older, str(py4j), str(site)]) == [
+        "/somewhere", older, str(py4j), str(site)]
+    assert unzipped_path(["/somewhere", same, str(py4j)]) == ["/somewhere", same, str(py4j)]
+    assert unzipped_path(["/somewhere", str(site)]) == ["/somewhere", str(site)]
+
+
+def test_task_workers_import_pyspark_from_its_package(spark: SparkSession) -> None:
+    def where(_: object) -> list[str]:
+        import pyspark
+
+        return [pyspark.__file__ or ""]
+
+    files = spark.sparkContext.parallelize([0], 1).mapPartitions(where).collect()
+    assert files and ".zip" not in files[0] and files[0].endswith("__init__.py")
