@@ -10,6 +10,9 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 ROOT = str(Path(__file__).resolve().parent.parent)
+WORKER_SITE = str(Path(__file__).resolve().parent / "worker_site")
+"""First on the path of the Python processes Spark starts: its ``sitecustomize`` has them import
+PySpark from its package, not ``pyspark.zip`` (:mod:`pipeline.worker_path`)."""
 
 # The JVM starts faster without the C2 compiler for short jobs, with class-data sharing.
 FAST_JVM = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xshare:auto"
@@ -22,14 +25,15 @@ def quiet_warnings() -> None:
 
 
 def prepare_environment() -> None:
-    """Spark's Python workers run this interpreter and can import ``pipeline`` and ``storage``
-    (set before the JVM starts: the workers inherit its environment)."""
+    """Spark's Python workers run this interpreter and can import ``pipeline`` and ``storage``,
+    and start with :data:`WORKER_SITE`'s ``sitecustomize`` (set before the JVM starts: the
+    workers inherit its environment)."""
     quiet_warnings()
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    if ROOT not in paths:
-        os.environ["PYTHONPATH"] = os.pathsep.join([ROOT, *paths])
+    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+             if p and p not in (ROOT, WORKER_SITE)]
+    os.environ["PYTHONPATH"] = os.pathsep.join([WORKER_SITE, ROOT, *paths])
 
 
 def build_session(master: str = "local[*]", *, app_name: str = "coordinator-pipeline",
@@ -51,8 +55,6 @@ def build_session(master: str = "local[*]", *, app_name: str = "coordinator-pipe
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.executorEnv.PYTHONPATH", os.environ["PYTHONPATH"])
         .config("spark.python.worker.reuse", "true")
-        # PySpark's modules from its package, with their bytecode, not from pyspark.zip
-        .config("spark.python.daemon.module", "pipeline.spark_daemon")
         # adaptive execution may coalesce the small shuffles of persisted tables too (with
         # Spark's 200 shuffle partitions a cluster would run 200 tiny replay tasks)
         .config("spark.sql.optimizer.canChangeCachedPlanOutputPartitioning", "true")

@@ -1,6 +1,6 @@
 """What a pipeline session starts from: the JVM class archive (:mod:`pipeline.jvm_archive`),
-made by a real training run and then mapped by a real driver JVM, and Spark's Python daemon
-importing PySpark from its package (:mod:`pipeline.spark_daemon`)."""
+made by a real training run and then mapped by a real driver JVM, and the Python processes
+Spark starts importing PySpark from its package (:mod:`pipeline.worker_path`)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
+from pyspark.sql.datasource import DataSource
 
 from pipeline import jvm_archive
-from pipeline.spark_daemon import unzipped_path
+from pipeline.worker_path import unzipped_path
 
 ROOT = Path(__file__).resolve().parents[2]
 SESSION = """
@@ -132,6 +133,24 @@ def test_sparks_zips_leave_the_path_only_for_the_same_installed_version(tmp_path
         "/somewhere", older, str(py4j), str(site)]
     assert unzipped_path(["/somewhere", same, str(py4j)]) == ["/somewhere", same, str(py4j)]
     assert unzipped_path(["/somewhere", str(site)]) == ["/somewhere", str(site)]
+
+
+class _WherePySparkIs(DataSource):
+    """Its one column is named for where the planning process imported PySpark from."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "where-pyspark-is"
+
+    def schema(self) -> str:
+        import pyspark
+
+        return ("from_zip" if ".zip" in (pyspark.__file__ or "") else "from_package") + " int"
+
+
+def test_planning_processes_import_pyspark_from_its_package(spark: SparkSession) -> None:
+    spark.dataSource.register(_WherePySparkIs)
+    assert spark.read.format("where-pyspark-is").load().columns == ["from_package"]
 
 
 def test_task_workers_import_pyspark_from_its_package(spark: SparkSession) -> None:

@@ -1,21 +1,20 @@
-"""Spark's Python daemon (``spark.python.daemon.module``), importing PySpark from its installed
-package instead of ``pyspark.zip``.
+"""The path of the Python processes Spark starts, without ``pyspark.zip`` where PySpark is
+installed as a package.
 
 Spark puts ``$SPARK_HOME/python/lib/pyspark.zip`` (and py4j's zip) first on its Python
-workers' path. Python compiles a module imported from a zip file every time, since it caches no
-bytecode there, so each daemon Spark starts spends most of a second compiling PySpark. A
-job starts three daemons: one to create the data source, one to plan its read, and one to run
-the tasks. This module drops those zips from the path when the same PySpark version is
-installed as a package (a pip-installed Spark, where ``SPARK_HOME`` is that package), then runs
-``pyspark.daemon``. Anywhere else it leaves the path as Spark set it.
+processes' path. Python compiles a module imported from a zip file every time, since it caches
+no bytecode there, so each Python daemon Spark starts spends most of a second compiling
+PySpark, and a job starts three: one to create the data source, one to plan its read, and one
+for the tasks. ``pipeline/worker_site/sitecustomize.py``, first on those processes' path
+(:func:`pipeline.session.prepare_environment`), drops the zips when the same PySpark version is
+installed as a package (a pip-installed Spark, whose ``SPARK_HOME`` is that package); anywhere
+else the path stays as Spark set it.
 """
 
 from __future__ import annotations
 
-import importlib.util
+import importlib.machinery
 import re
-import runpy
-import sys
 import zipfile
 from pathlib import Path
 
@@ -49,8 +48,3 @@ def unzipped_path(path: list[str]) -> list[str]:
         return path
     return rest if same else path
 
-
-if __name__ == "__main__":
-    sys.path[:] = unzipped_path(sys.path)
-    importlib.invalidate_caches()
-    runpy.run_module("pyspark.daemon", run_name="__main__", alter_sys=True)
