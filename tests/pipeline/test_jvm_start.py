@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -39,10 +40,11 @@ def _session(archive: Path | str, java_options: str = "") -> subprocess.Complete
 
 
 @pytest.fixture(scope="module")
-def archive(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def archive(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     path = tmp_path_factory.mktemp("jvm") / "classes.jsa"
     jvm_archive.build(path)
-    return path
+    yield path
+    path.unlink()  # ~190 MB: not left for pytest's kept temp dirs
 
 
 @pytest.mark.slow
