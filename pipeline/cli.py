@@ -53,9 +53,13 @@ def main(argv: list[str] | None = None) -> int:
 
         print(json.dumps(bench(args.records, args.master, args.keep_store)))
         return 0
+    from pipeline import jvm_archive
     from pipeline.job import JobOptions, run
     from pipeline.session import build_session
 
+    hint = None if args.quiet else jvm_archive.missing_hint()
+    if hint is not None:
+        print(hint, file=sys.stderr, flush=True)
     spark = build_session(args.master, progress=not args.quiet)
     try:
         result = run(spark, JobOptions(

@@ -98,6 +98,16 @@ def build(path: Path | None = None, timeout_s: float = 600) -> float:
     return time.perf_counter() - t0
 
 
+def missing_hint() -> str | None:
+    """A line for a job about to start without the archive (None when it has one, or it is
+    turned off)."""
+    path = archive_path()
+    if path is None or path.is_file():
+        return None
+    return ("no JVM class archive: `python -m pipeline archive` makes one once (~40 s), and "
+            "later runs start from it, seconds sooner")
+
+
 def ensure(say: bool = True) -> Path | None:
     """The archive, made first if missing (a minute at most, once per machine and install);
     None when turned off."""

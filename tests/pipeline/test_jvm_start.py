@@ -93,6 +93,8 @@ def test_the_archive_follows_the_java_it_was_made_for(tmp_path: Path,
     first = jvm_archive.archive_path()
     assert first is not None and first.parent == tmp_path / "cache" / "coordinator-pipeline"
     assert jvm_archive.java_options() == ""  # none made yet
+    hint = jvm_archive.missing_hint()
+    assert hint is not None and "python -m pipeline archive" in hint
     other = tmp_path / "jdk" / "bin" / "java"
     other.parent.mkdir(parents=True)
     other.write_text("#!/bin/sh\n")
@@ -103,8 +105,10 @@ def test_the_archive_follows_the_java_it_was_made_for(tmp_path: Path,
     second.parent.mkdir(parents=True, exist_ok=True)
     second.write_bytes(b"x")
     assert jvm_archive.java_options() == f"-XX:SharedArchiveFile={second}"
+    assert jvm_archive.missing_hint() is None
     monkeypatch.setenv(jvm_archive.ENV, jvm_archive.OFF)
     assert jvm_archive.archive_path() is None and jvm_archive.java_options() == ""
+    assert jvm_archive.missing_hint() is None
     assert jvm_archive.ensure(say=False) is None
 
 
