@@ -41,8 +41,7 @@ class SegmentPartition(InputPartition):
     """The segments one task reads (their :class:`pipeline.segments.Segment` fields)."""
 
     def __init__(self, segments: list[dict[str, Any]]) -> None:
-        super().__init__(segments)
-        self.segments = segments
+        super().__init__(segments)  # read back as ``value``
 
 
 class CoordinatorLogDataSource(DataSource):

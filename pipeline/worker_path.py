@@ -47,4 +47,3 @@ def unzipped_path(path: list[str]) -> list[str]:
     except (OSError, KeyError, zipfile.BadZipFile):
         return path
     return rest if same else path
-

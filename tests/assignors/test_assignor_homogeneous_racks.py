@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from assignors import (
+    AssignmentSpec,
     GroupAssignment,
     MemberSpec,
     TopicMetadata,
@@ -89,6 +90,20 @@ def matched(members: list[MemberSpec], topics: list[TopicMetadata],
     return total
 
 
+def first_assignment_checked(members: list[MemberSpec], topics: list[TopicMetadata]
+                             ) -> tuple[AssignmentSpec, GroupAssignment]:
+    """The spec of a fresh group and the uniform assignor's first assignment of it, checked:
+    valid, balanced, and with the most rack matches wherever racks matter."""
+    spec = build(members, topics)
+    result = UNIFORM.assign(spec)
+    check_valid(members, topics, result)
+    check_uniform_balance(members, topics, result)
+    loads = {mid: sum(map(len, ts.values())) for mid, ts in result.members.items()}
+    if racks_matter(members, topics):
+        assert matched(members, topics, result) == max_matched(members, topics, loads)
+    return spec, result
+
+
 def racks_matter(members: list[MemberSpec], topics: list[TopicMetadata]) -> bool:
     """Some member's rack lacks a replica of some partition (otherwise every placement is as
     good as any other, and the assignor ignores racks)."""
@@ -101,13 +116,7 @@ def racks_matter(members: list[MemberSpec], topics: list[TopicMetadata]) -> bool
 @given(fresh_homogeneous())
 def test_first_assignment_matches_the_most_racks(group) -> None:
     members, topics = group
-    spec = build(members, topics)
-    result = UNIFORM.assign(spec)
-    check_valid(members, topics, result)
-    check_uniform_balance(members, topics, result)
-    loads = {mid: sum(map(len, ts.values())) for mid, ts in result.members.items()}
-    if racks_matter(members, topics):
-        assert matched(members, topics, result) == max_matched(members, topics, loads)
+    _spec, result = first_assignment_checked(members, topics)
     assert UNIFORM.assign(build(members[::-1], topics[::-1])) == result
     # and it is a fixed point: assigning again from it changes nothing
     assert UNIFORM.assign(build(with_current(members, result), topics)) == result
@@ -134,13 +143,7 @@ def test_one_layout_cut_by_arithmetic_as_by_pieces(group) -> None:
     """The arithmetic cut of one layout's streams gives what cutting the streams piece by
     piece gives, and the most rack matches."""
     members, topics = group
-    spec = build(members, topics)
-    result = UNIFORM.assign(spec)
-    check_valid(members, topics, result)
-    check_uniform_balance(members, topics, result)
-    loads = {mid: sum(map(len, ts.values())) for mid, ts in result.members.items()}
-    if racks_matter(members, topics):
-        assert matched(members, topics, result) == max_matched(members, topics, loads)
+    spec, result = first_assignment_checked(members, topics)
 
     def by_pieces(ts: tuple[int, ...], layout: tuple[int, ...]) -> object:
         return uniform_homogeneous._PieceStreams(spec.partition_counts, {id(layout): list(ts)},

@@ -28,6 +28,14 @@ async def _guarded(loaded: asyncio.Event) -> asyncio.Task[None]:
     return task
 
 
+async def _until_enabled(deadline_s: float = 1.0) -> None:
+    for _ in range(int(deadline_s / 0.01)):
+        if gc.isenabled():
+            return
+        await asyncio.sleep(0.01)
+    assert gc.isenabled()
+
+
 async def test_the_collector_is_off_until_the_partitions_are_loaded() -> None:
     gc.disable()  # as `serve` starts
     loaded = asyncio.Event()
@@ -35,11 +43,7 @@ async def test_the_collector_is_off_until_the_partitions_are_loaded() -> None:
     try:
         assert not gc.isenabled()
         loaded.set()
-        for _ in range(100):
-            if gc.isenabled():
-                break
-            await asyncio.sleep(0.01)
-        assert gc.isenabled()
+        await _until_enabled()
     finally:
         task.cancel()
 
@@ -49,10 +53,6 @@ async def test_a_long_load_turns_it_on_after_the_limit(monkeypatch: pytest.Monke
     task = await _guarded(asyncio.Event())  # never loaded
     try:
         assert not gc.isenabled()
-        for _ in range(100):
-            if gc.isenabled():
-                break
-            await asyncio.sleep(0.01)
-        assert gc.isenabled()
+        await _until_enabled()
     finally:
         task.cancel()
