@@ -1,9 +1,16 @@
 """Per-partition event processors, group commit and write-then-apply-then-answer.
 
 Each coordinator partition is one asyncio task draining its queue, so events for a partition run
-one at a time and in order. A write event calls a pure handler; its records are appended to the
-partition's log (one all-or-nothing batch), replayed into the shard, and its response is sent only
-once the log is durable past them. Reads and record-less writes wait for the records applied
+one at a time and in order. An event submitted to a partition with nothing queued runs at once,
+in the submitter's turn of the event loop, unless the partition's writing events already took
+``TURN_BUDGET_MS`` of that turn: then it is queued, and the processor runs the queue at most
+that long a turn. So a busy group (a large one whose members all write as they heartbeat) holds
+the loop for a bounded time per turn, and the groups of other partitions are not queued behind
+all of its work (Kafka's coordinator threads likewise take events from partitions in turn).
+
+A write event calls a pure handler; its records are appended to the partition's log (one
+all-or-nothing batch), replayed into the shard, and its response is sent only once the log is
+durable past them. Reads and record-less writes wait for the records applied
 before them, so no answer ever reveals state the log does not hold. An event that says which
 group it is about (``group_id``: it reads and writes only that group's state) waits only for
 that group's records and for records written by events that named no group, so a group sharing
@@ -51,6 +58,9 @@ log = get_logger("coordinator.runtime")
 FSYNC_THREADS = 64
 SLOW_EVENT_MS = float(os.environ.get("COORDINATOR_SLOW_EVENT_MS", "100"))
 """An event that holds the event loop this long is logged (it delayed every group)."""
+TURN_BUDGET_MS = float(os.environ.get("COORDINATOR_TURN_BUDGET_MS", "0.3"))
+"""How long one partition's events may hold the event loop in one turn of it; past that,
+its next events wait in its queue for the next turn (see ``submit``)."""
 
 
 class Shard(Protocol):
@@ -109,6 +119,8 @@ class _Partition:
         self.snapshot_ms = 0.0  # when it was loaded or written (monotonic ms)
         self.bytes_since_snapshot = 0  # record bytes appended after it
         self.snapshotting = False
+        self.turn_ms = 0.0  # what its events took in this turn of the event loop
+        self.turn_reset = False  # a reset of turn_ms is due at the next turn
 
 
 class CoordinatorRuntime:
@@ -332,7 +344,7 @@ class CoordinatorRuntime:
         partition = self._active(index)
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         event = _Event(write, handler, future, name=name, group_id=group_id)
-        if not partition.queue.empty():
+        if not partition.queue.empty() or partition.turn_ms > TURN_BUDGET_MS:
             partition.queue.put_nowait(event)
         elif not self._execute(partition, event):
             # Reloading takes the processor; until it runs, the queue is not empty, so later
@@ -345,11 +357,19 @@ class CoordinatorRuntime:
 
     # ------------------------------------------------------------------ the processor
     async def _process(self, partition: _Partition) -> None:
+        since_yield = time.perf_counter()
         while True:
-            if not partition.queue.empty():
-                # ``get`` would not yield with events queued: let the other partitions and the
-                # connections run between two events, so a backlog here stalls nobody else.
+            if not partition.queue.empty() and (
+                    partition.turn_ms > TURN_BUDGET_MS
+                    or (time.perf_counter() - since_yield) * 1000.0 > TURN_BUDGET_MS):
+                # ``get`` would not yield with events queued: once the partition's events had
+                # their share of this turn, the other partitions and the connections run
+                # before the next, so a backlog here stalls nobody else for long.
                 await asyncio.sleep(0)
+                partition.turn_ms = 0.0
+                since_yield = time.perf_counter()
+            elif partition.queue.empty():
+                since_yield = time.perf_counter()  # ``get`` waits: a new turn once it returns
             event = await partition.queue.get()
             if event.handler is _RELOAD:
                 await self._reload(partition, event.name)
@@ -369,6 +389,11 @@ class CoordinatorRuntime:
             _fail(event.future, CoordinatorError(ErrorCode.unknown_server_error))
             ok = False
         processing_ms = (time.perf_counter() - started) * 1000.0
+        if event.records:
+            partition.turn_ms += processing_ms
+            if not partition.turn_reset:
+                partition.turn_reset = True
+                asyncio.get_running_loop().call_soon(_new_turn, partition)
         if processing_ms >= self.slow_event_ms:
             log.warning("slow coordinator event: every group waited for it",
                         partition=partition.index, event_name=event.name,
@@ -651,6 +676,13 @@ class CoordinatorRuntime:
     async def drain(self, index: int) -> None:
         """Wait until every event queued on the partition so far has run (tests)."""
         await self.read(index, lambda shard, now: None, name="drain")
+
+
+def _new_turn(partition: _Partition) -> None:
+    """Called back in the event loop's next turn after the partition ran an event: its events
+    have the new turn's share again."""
+    partition.turn_ms = 0.0
+    partition.turn_reset = False
 
 
 def _RELOAD(shard: Any, now: int) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import functools
+import itertools
 import os
 import signal
 import threading
@@ -22,6 +23,7 @@ from typing import Any
 
 import pytest
 
+import coordinator.runtime.runtime as runtime_module
 from coordinator.runtime import (
     CoordinatorError,
     CoordinatorRuntime,
@@ -520,6 +522,54 @@ async def test_an_idle_partition_runs_an_event_at_once_and_answers_without_waiti
     assert shard(runtime, 0).data[("g", 0)] == 6  # applied already
     assert not written.done()  # answered once fsynced
     assert await asyncio.wait_for(written, 5) == "six"
+
+
+@pytest.fixture
+def no_turn_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A partition's writing events get one event's worth of each turn of the event loop."""
+    monkeypatch.setattr(runtime_module, "TURN_BUDGET_MS", 0.0)
+
+
+async def test_a_partition_whose_writes_had_their_turn_queues_its_next_events(
+        make_runtime: RuntimeFactory, no_turn_budget: None) -> None:
+    """Once a partition's writing events took its share of a turn, its next events wait for
+    the next turn, in order, while an idle partition's event still runs at once."""
+    runtime = await make_runtime()
+    first = runtime.submit(0, True, put("big", 0, 1), group_id="big")
+    assert shard(runtime, 0).data[("big", 0)] == 1  # ran at once
+    second = runtime.submit(0, True, put("big", 0, 2), group_id="big")
+    read = runtime.submit(0, False, get("big", 0), group_id="big")
+    assert runtime.queue_size(0) == 2 and shard(runtime, 0).data[("big", 0)] == 1
+    other = runtime.submit(1, False, get("small", 0), group_id="small")
+    assert other.done() and other.result() is None  # another partition: not held back
+    assert await asyncio.wait_for(asyncio.gather(first, second, read), 5) == ["ok", "ok", 2]
+
+
+async def test_events_that_write_nothing_do_not_use_up_the_turn(
+        make_runtime: RuntimeFactory, no_turn_budget: None) -> None:
+    runtime = await make_runtime()
+    await runtime.write(0, put("g", 0, 7), group_id="g")
+    await asyncio.sleep(0)  # a new turn
+    answers = [runtime.submit(0, False, get("g", 0), group_id="g") for _ in range(50)]
+    assert all(answer.done() and answer.result() == 7 for answer in answers)
+    assert runtime.queue_size(0) == 0
+
+
+async def test_a_partitions_queued_writes_run_a_share_of_a_turn_at_a_time(
+        make_runtime: RuntimeFactory, no_turn_budget: None) -> None:
+    """The processor lets the rest of the event loop run between two writing events once
+    their share of the turn is used: a backlog of one partition is spread over turns."""
+    runtime = await make_runtime()
+    runtime.submit(0, True, put("big", 0, 0), group_id="big")
+    writes = [runtime.submit(0, True, put("big", 1 + i, i), group_id="big") for i in range(5)]
+    applied: list[int] = []
+    while len(applied) < 5 or applied[-1] < 5:
+        await asyncio.sleep(0)
+        applied.append(sum(1 for i in range(5) if ("big", 1 + i) in shard(runtime, 0).data))
+        assert len(applied) < 1000, "the queued writes never ran"
+    steps = [b - a for a, b in itertools.pairwise(applied)]
+    assert max(steps) == 1  # never two of them in one turn
+    assert await asyncio.wait_for(asyncio.gather(*writes), 5) == ["ok"] * 5
 
 
 async def test_a_failing_event_run_at_once_has_the_partition_reloaded_before_the_next(
