@@ -21,7 +21,7 @@ from coordinator.security.acl import AclOperation, ResourceType
 from protocol import ErrorCode
 from protocol.encoded import EncodedBody, encode_body
 
-from .context import RequestContext
+from .context import RequestContext, answer_later
 
 _ONE_MS = datetime.timedelta(milliseconds=1)
 
@@ -138,7 +138,9 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         return _error(ctx, exc)
     if answer.done():
         return _outcome(ctx, answer)
-    return _later(ctx, answer)
+    # answered from the event's future by callbacks: no task of its own per waiting heartbeat
+    return answer_later(answer, lambda response: _response(ctx, response),
+                        lambda exc: _error(ctx, exc))
 
 
 def unauthorized(ctx: RequestContext, group_id: str, subscribed: Any) -> ErrorCode | None:
@@ -151,11 +153,6 @@ def unauthorized(ctx: RequestContext, group_id: str, subscribed: Any) -> ErrorCo
         if len(ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, names)) < len(names):
             return ErrorCode.topic_authorization_failed
     return None
-
-
-async def _later(ctx: RequestContext, answer: asyncio.Future[HeartbeatResponse]) -> Any:
-    await asyncio.wait([answer])
-    return _outcome(ctx, answer)
 
 
 def _outcome(ctx: RequestContext, answer: asyncio.Future[HeartbeatResponse]) -> Any:
