@@ -59,8 +59,9 @@ FSYNC_THREADS = 64
 SLOW_EVENT_MS = float(os.environ.get("COORDINATOR_SLOW_EVENT_MS", "100"))
 """An event that holds the event loop this long is logged (it delayed every group)."""
 TURN_BUDGET_MS = float(os.environ.get("COORDINATOR_TURN_BUDGET_MS", "0.3"))
-"""How long one partition's events may hold the event loop in one turn of it; past that,
-its next events wait in its queue for the next turn (see ``submit``)."""
+"""How long one partition's writing events (those that append records) may hold the event loop
+in one turn of it; past that, its next events wait in its queue for the next turn (see
+``submit``). Events that write nothing are not counted."""
 
 
 class Shard(Protocol):
@@ -119,7 +120,7 @@ class _Partition:
         self.snapshot_ms = 0.0  # when it was loaded or written (monotonic ms)
         self.bytes_since_snapshot = 0  # record bytes appended after it
         self.snapshotting = False
-        self.turn_ms = 0.0  # what its events took in this turn of the event loop
+        self.turn_ms = 0.0  # what its writing events took in this turn of the event loop
         self.turn_reset = False  # a reset of turn_ms is due at the next turn
 
 
@@ -368,9 +369,10 @@ class CoordinatorRuntime:
                 await asyncio.sleep(0)
                 partition.turn_ms = 0.0
                 since_yield = time.perf_counter()
-            elif partition.queue.empty():
-                since_yield = time.perf_counter()  # ``get`` waits: a new turn once it returns
+            waits = partition.queue.empty()
             event = await partition.queue.get()
+            if waits:  # ``get`` waited: this event opens a turn of its own
+                since_yield = time.perf_counter()
             if event.handler is _RELOAD:
                 await self._reload(partition, event.name)
             elif not self._execute(partition, event):
@@ -679,8 +681,8 @@ class CoordinatorRuntime:
 
 
 def _new_turn(partition: _Partition) -> None:
-    """Called back in the event loop's next turn after the partition ran an event: its events
-    have the new turn's share again."""
+    """Called back in the event loop's next turn after the partition ran a writing event: its
+    events have the new turn's share again."""
     partition.turn_ms = 0.0
     partition.turn_reset = False
 

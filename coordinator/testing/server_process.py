@@ -101,7 +101,10 @@ class ServerProcess:
                     pass
 
     def __enter__(self) -> ServerProcess:
-        return self.start() if self.proc is None else self
+        """Start it and wait until its coordinator partitions are loaded, so a client's first
+        request is served (clients that do not retry COORDINATOR_LOAD_IN_PROGRESS, such as
+        kafka-python's admin client, would fail on a slow start)."""
+        return self.start().wait_loaded() if self.proc is None else self
 
     def __exit__(self, *exc: object) -> None:
         """Stop it (SIGTERM), and kill it if it does not stop."""

@@ -139,7 +139,7 @@ def test_group_configs_survive_a_restart(server: ServerProcess, tmp_path: Path) 
     finally:
         client.close()
     server.stop()
-    again = ServerProcess(tmp_path / "data", OVERRIDES).start()
+    again = ServerProcess(tmp_path / "data", OVERRIDES).start().wait_loaded()
     try:
         client = KafkaAdminClient(bootstrap_servers=again.bootstrap, request_timeout_ms=10000)
         try:
@@ -182,8 +182,11 @@ def test_a_killed_server_leaves_no_background_workers_behind(tmp_path: Path) -> 
         assert proc is not None
         forkservers = wait_until(lambda: _children_running(proc.pid, "forkserver"), 20,
                                  message="forkserver")
-        workers = wait_until(lambda: set().union(*map(children, forkservers)), 20,
-                             message="the background workers")
+        def started_workers() -> set[int] | None:  # the pool starts them one after the other
+            workers: set[int] = set().union(*map(children, forkservers))
+            return workers if len(workers) >= 2 else None
+
+        workers = wait_until(started_workers, 20, message="the background workers")
         assert len(workers) == 2  # group.coordinator.background.threads
         flushers = wait_until(lambda: _children_running(proc.pid, "flusher_process"), 20,
                               message="the fsync helper")

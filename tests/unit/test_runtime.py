@@ -572,6 +572,23 @@ async def test_a_partitions_queued_writes_run_a_share_of_a_turn_at_a_time(
     assert await asyncio.wait_for(asyncio.gather(*writes), 5) == ["ok"] * 5
 
 
+async def test_the_time_a_processor_waited_for_events_is_not_counted_against_its_turn(
+        make_runtime: RuntimeFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """After a quiet spell the processor's first event opens a turn of its own: the queued
+    events behind it run in that turn, not one turn each."""
+    monkeypatch.setattr(runtime_module, "TURN_BUDGET_MS", 25.0)
+    runtime = await make_runtime()
+    await runtime.write(0, put("g", 0, 7), group_id="g")
+    await asyncio.sleep(0.05)  # the processor waits for events longer than a turn's share
+    partition = runtime.partitions[0]
+    partition.turn_ms = 26.0  # as if its writes had had their share: the next events queue
+    answers = [runtime.submit(0, False, get("g", 0), group_id="g") for _ in range(3)]
+    partition.turn_ms = 0.0
+    assert runtime.queue_size(0) == 3
+    await asyncio.sleep(0)  # one turn of the event loop
+    assert [answer.done() and answer.result() for answer in answers] == [7, 7, 7]
+
+
 async def test_a_failing_event_run_at_once_has_the_partition_reloaded_before_the_next(
         make_runtime: RuntimeFactory) -> None:
     runtime = await make_runtime()
