@@ -4,8 +4,13 @@ Spark gives a Python data source no column pruning and no aggregate pushdown, an
 record into the JVM costs more than reading it; so for the job the source reads each segment
 once and yields (``kind`` column):
 
-- ``group``: one row per record of a type the group replay reads (:data:`GROUP_RECORD_TYPES`),
-  decoded, with :data:`GROUP_COLUMNS`;
+- ``group``: the rows of the four group tables (:data:`pipeline.outputs.GROUP_TABLES_UNION`,
+  ``table`` naming the table), replayed map-side: a task reads each coordinator partition whole,
+  in log order (:func:`pipeline.segments.pack_partitions`), and a group's records all live in
+  the partition its id maps to, as the coordinator loads them; so each task replays its
+  partitions' groups (:mod:`pipeline.replay`) from the records of the types the replay reads
+  (:data:`GROUP_RECORD_TYPES`, decoded, with :data:`GROUP_COLUMNS`), and no group record
+  leaves the task;
 - ``offsets``: one row per offset key (group, topic, partition) per chunk of a segment: its live
   commits (``commits``), first and last commit timestamps, the log offset of its last live
   commit (``live_offset``) and that commit's ``commit_offset``, and the last record's
@@ -32,8 +37,10 @@ import pyarrow.compute as pc
 
 from pipeline.commits import Commits, commit_positions, decode_commits
 from pipeline.frames import Frames, Ints, distinct_keys, read_i32, read_u16
+from pipeline.outputs import GROUP_TABLES, union_table
+from pipeline.replay import Row, replay_group
 from pipeline.rows import record_batches
-from pipeline.schema import ARROW_SCHEMA
+from pipeline.schema import ARROW_SCHEMA, DIGEST_SCHEMA
 from storage.errors import RecordDecodeError
 from storage.records import RECORD_TYPES, decode_key
 
@@ -72,27 +79,19 @@ MINUTE_MS = 60_000
 GROUP, OFFSETS, MINUTE, SEGMENT, TXN = "group", "offsets", "minute", "segment", "txn"
 TXN_OFFSET_COMMIT_ID = next(tid for tid, rt in RECORD_TYPES.items()
                             if rt.name == "TxnOffsetCommit")
-DIGEST_SCHEMA = pa.schema([
-    pa.field("kind", pa.string()),
-    *(ARROW_SCHEMA.field(name) for name in GROUP_COLUMNS),
-    pa.field("commit_topic", pa.string()),
-    pa.field("commit_partition", pa.int32()),
-    pa.field("commits", pa.int64()),
-    pa.field("first_commit_ms", pa.int64()),
-    pa.field("last_commit_ms", pa.int64()),
-    pa.field("live_offset", pa.int64()),
-    pa.field("commit_offset", pa.int64()),
-    pa.field("minute_ms", pa.int64()),
-    pa.field("records", pa.int64()),
-])
+GROUP_RECORDS = pa.schema([ARROW_SCHEMA.field(name) for name in GROUP_COLUMNS])
+"""The group records a task keeps for its replay."""
 _GROUP_AT = [ARROW_SCHEMA.get_field_index(name) for name in GROUP_COLUMNS]
 
 
 def _batch(kind: str, n: int, columns: dict[str, pa.Array]) -> pa.RecordBatch:
     columns["kind"] = _constant(kind, pa.string(), n)
-    arrays = [columns[f.name] if f.name in columns else pa.nulls(n, f.type)
-              for f in DIGEST_SCHEMA]
-    return pa.RecordBatch.from_arrays(arrays, schema=DIGEST_SCHEMA)
+    return _arrays(DIGEST_SCHEMA, n, columns)
+
+
+def _arrays(schema: pa.Schema, n: int, columns: dict[str, pa.Array]) -> pa.RecordBatch:
+    arrays = [columns[f.name] if f.name in columns else pa.nulls(n, f.type) for f in schema]
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
 def _constant(value: object, kind: pa.DataType, n: int) -> pa.Array:
@@ -102,8 +101,9 @@ def _constant(value: object, kind: pa.DataType, n: int) -> pa.Array:
 
 def group_rows(store: str, log: str, partition: int, frames: Frames
                ) -> Iterator[pa.RecordBatch]:
-    """The group records of ``frames`` (undecodable ones left out): members' current
-    assignments in bulk (:func:`current_assignments`), the others decoded one by one."""
+    """The group records of ``frames`` (undecodable ones left out; :data:`GROUP_RECORDS`):
+    members' current assignments in bulk (:func:`current_assignments`), the others decoded one
+    by one."""
     at = np.flatnonzero(np.isin(frames.type_id, GROUP_TYPE_IDS))
     if not len(at):
         return
@@ -116,9 +116,28 @@ def group_rows(store: str, log: str, partition: int, frames: Frames
     for batch in record_batches(store, log, partition, (stored(i) for i in rest.tolist())):
         batch = batch.filter(pc.not_equal(batch.column("type"), pa.scalar("Undecodable")))
         if batch.num_rows:
-            yield _batch(GROUP, batch.num_rows, {
+            yield _arrays(GROUP_RECORDS, batch.num_rows, {
                 name: batch.column(i) for name, i in zip(GROUP_COLUMNS, _GROUP_AT,
                                                          strict=True)})
+
+
+def replayed_rows(records: list[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """The group tables' rows (``group`` digest rows) of the groups whose records
+    (:data:`GROUP_RECORDS`) are ``records``: all of one coordinator partition's."""
+    if not records:
+        return
+    table = pa.Table.from_batches(records, GROUP_RECORDS).sort_by("offset")
+    groups: dict[tuple[str, str], list[Row]] = {}
+    for row in table.to_pylist():
+        groups.setdefault((row["store"], row["group_id"]), []).append(row)
+    out: dict[str, list[Row]] = {kind: [] for kind in GROUP_TABLES}
+    for (store, group_id), rows in groups.items():
+        tables = replay_group(store, group_id, rows)
+        for kind, kind_rows in out.items():
+            kind_rows.extend(getattr(tables, kind))
+    for batch in union_table(out).to_batches():
+        yield _batch(GROUP, batch.num_rows, dict(zip(batch.schema.names, batch.columns,
+                                                     strict=True)))
 
 
 def current_assignments(store: str, partition: int, frames: Frames, index: Ints
@@ -156,7 +175,7 @@ def current_assignments(store: str, partition: int, frames: Frames, index: Ints
     take = pa.array(codes[ok], pa.int64())
     n = len(rows)
     names = pa.array([_NAMES[int(t)] for t in frames.type_id[rows]], pa.string())
-    return _batch(GROUP, n, {
+    return _arrays(GROUP_RECORDS, n, {
         "store": _constant(store, pa.string(), n),
         "partition": _constant(partition, pa.int32(), n),
         "offset": pa.array(frames.offset[rows], pa.int64()),
@@ -263,9 +282,11 @@ def minute_rows(store: str, commits: Commits) -> Iterator[pa.RecordBatch]:
     })
 
 
-def digest_batches(store: str, log: str, partition: int, chunks: Iterator[Frames]
-                   ) -> Iterator[pa.RecordBatch]:
-    """The digest rows of one segment, read as ``chunks`` of its records."""
+def digest_batches(store: str, log: str, partition: int, chunks: Iterator[Frames],
+                   group_records: list[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """The digest rows of one segment, read as ``chunks`` of its records, but for the group
+    tables' rows: its group records are added to ``group_records`` for
+    :func:`replayed_rows`."""
     records = 0
     newest: int | None = None
     for frames in chunks:
@@ -273,7 +294,7 @@ def digest_batches(store: str, log: str, partition: int, chunks: Iterator[Frames
         if len(frames):
             last = int(frames.timestamp.max())
             newest = last if newest is None else max(newest, last)
-        yield from group_rows(store, log, partition, frames)
+        group_records.extend(group_rows(store, log, partition, frames))
         commits = decode_commits(frames, commit_positions(frames))
         yield from offset_rows(store, partition, frames, commits)
         yield from minute_rows(store, commits)

@@ -65,9 +65,7 @@ def run(spark: SparkSession, options: JobOptions) -> JobResult:
             StorageLevel.MEMORY_AND_DISK)
         result.records = tables.record_count(digest)
         progress.say(f"{result.records:,} records")
-    # replayed once for all four group tables, when the first is written
-    groups = tables.group_tables(tables.group_records(digest)).persist(
-        StorageLevel.MEMORY_AND_DISK)
+    groups = tables.group_tables(digest)  # replayed as the digest was read
 
     def write(name: str, df: DataFrame) -> DataFrame:
         with progress.stage(name):
@@ -93,5 +91,4 @@ def run(spark: SparkSession, options: JobOptions) -> JobResult:
             result.report = write_report(spark, out, per_minute, options)
             progress.say(f"report: {result.report}")
     digest.unpersist()
-    groups.unpersist()
     return result

@@ -1,7 +1,8 @@
 """Replay one group's records (in log order) into the rows of the group tables.
 
-Pure Python, no Spark: :mod:`pipeline.tables` runs :func:`replay_group` once per group with
-``applyInArrow``. Rows are plain dicts keyed by the column names of :mod:`pipeline.outputs`.
+Pure Python, no Spark: the ``digest`` view of the source (:func:`pipeline.digest.replayed_rows`)
+runs :func:`replay_group` once per group, in the task that read the group's coordinator
+partition. Rows are plain dicts keyed by the column names of :mod:`pipeline.outputs`.
 
 Definitions:
 - an *assignment run* is a target assignment metadata record (consumer, share and streams

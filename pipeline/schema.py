@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from pipeline.outputs import GROUP_TABLES_UNION
+
 TOPIC_PARTITIONS = pa.list_(
     pa.struct([("topic_id", pa.string()), ("partitions", pa.list_(pa.int32()))])
 )
@@ -93,3 +95,22 @@ def spark_ddl() -> str:
     from pyspark.sql.pandas.types import from_arrow_schema
 
     return from_arrow_schema(ARROW_SCHEMA).simpleString()[len("struct<"):-1]
+
+
+DIGEST_SCHEMA = pa.schema([
+    pa.field("kind", pa.string()),
+    *GROUP_TABLES_UNION,
+    ARROW_SCHEMA.field("tombstone"),
+    pa.field("commit_topic", pa.string()),
+    pa.field("commit_partition", pa.int32()),
+    pa.field("commits", pa.int64()),
+    pa.field("first_commit_ms", pa.int64()),
+    pa.field("last_commit_ms", pa.int64()),
+    pa.field("live_offset", pa.int64()),
+    pa.field("commit_offset", pa.int64()),
+    pa.field("minute_ms", pa.int64()),
+    pa.field("records", pa.int64()),
+])
+"""The ``digest`` view's rows (:mod:`pipeline.digest` fills them). Here, beside the other view's,
+with no import but pyarrow's: Spark's planning processes ask the source for its schema, and
+need not import the decoding code for it."""

@@ -65,6 +65,27 @@ def pack(segments: list[Segment], bins: int) -> list[list[Segment]]:
     return [groups[i] for i in order]
 
 
+def pack_partitions(segments: list[Segment], bins: int | None) -> list[list[Segment]]:
+    """``segments`` grouped so that each (store, log, partition) is whole in one group, its
+    segments in log order (so a task replays each group it reads from all of its records):
+    packed into at most ``bins`` groups of about equal bytes, or one group per partition."""
+    partitions: dict[tuple[str, str, int], list[Segment]] = {}
+    for seg in segments:
+        partitions.setdefault((seg.store, seg.log, seg.partition), []).append(seg)
+    units = sorted((sorted(segs, key=lambda s: s.base_offset) for segs in partitions.values()),
+                   key=lambda segs: -sum(s.size for s in segs))
+    if bins is None or bins >= len(units):
+        return units
+    groups: list[list[Segment]] = [[] for _ in range(bins)]
+    load = [0] * bins
+    for unit in units:
+        i = load.index(min(load))
+        groups[i].extend(unit)
+        load[i] += sum(s.size for s in unit)
+    order = sorted(range(bins), key=lambda i: -load[i])
+    return [groups[i] for i in order]
+
+
 def read_segment(segment: Segment) -> Iterator[tuple[int, int, bytes, bytes | None]]:
     """The records (offset, timestamp, key, value-or-None) of one segment, CRC-checked."""
     buf = Path(segment.path).read_bytes()

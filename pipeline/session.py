@@ -56,7 +56,7 @@ def build_session(master: str = "local[*]", *, app_name: str = "coordinator-pipe
         .config("spark.executorEnv.PYTHONPATH", os.environ["PYTHONPATH"])
         .config("spark.python.worker.reuse", "true")
         # adaptive execution may coalesce the small shuffles of persisted tables too (with
-        # Spark's 200 shuffle partitions a cluster would run 200 tiny replay tasks)
+        # Spark's 200 shuffle partitions a cluster would run 200 tiny tasks per aggregation)
         .config("spark.sql.optimizer.canChangeCachedPlanOutputPartitioning", "true")
         # Arrow batches to Python workers stay bounded by maxRecordsPerBatch (10,000 rows);
         # a byte limit makes Spark size the whole batch again after every row it adds

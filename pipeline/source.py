@@ -5,7 +5,8 @@
 
 One row per stored record (see :mod:`pipeline.schema`), one Spark input partition per segment
 file (or, with ``.option("tasks", N)``, the segments packed by size into N input partitions:
-fewer, longer tasks cost Spark less per record), yielded as Arrow RecordBatches: the records
+fewer, longer tasks cost Spark less per record; the ``digest`` view packs whole coordinator
+partitions), yielded as Arrow RecordBatches: the records
 are framed with numpy (:mod:`pipeline.frames`), offset commits decoded in bulk
 (:mod:`pipeline.commits`), the other records by ``storage``'s own record code. Several stores:
 ``.option("paths", json.dumps([dir1, dir2]))`` instead of a path. ``.option("view",
@@ -24,10 +25,10 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
-from pipeline.digest import DIGEST_SCHEMA
-from pipeline.schema import ARROW_SCHEMA
+from pipeline.schema import ARROW_SCHEMA, DIGEST_SCHEMA
 
 if TYPE_CHECKING:
+    from pipeline.frames import Frames
     from pipeline.segments import Segment
 
 NAME = "coordinator-log"
@@ -92,10 +93,13 @@ class CoordinatorLogReader(DataSourceReader):
         self.tasks = tasks
 
     def partitions(self) -> list[InputPartition]:
-        from pipeline.segments import list_segments, pack, store_label
+        from pipeline.segments import list_segments, pack, pack_partitions, store_label
 
         segments = list_segments(self.stores)
-        bins = pack(segments, self.tasks) if self.tasks else [[seg] for seg in segments]
+        if self.view == DIGEST:  # each coordinator partition whole: its groups are replayed
+            bins = pack_partitions(segments, self.tasks)
+        else:
+            bins = pack(segments, self.tasks) if self.tasks else [[seg] for seg in segments]
         parts: list[InputPartition] = []
         for segs in bins:
             entries = []
@@ -109,20 +113,33 @@ class CoordinatorLogReader(DataSourceReader):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         from pipeline.segments import Segment
 
-        for info in partition.value:
-            yield from self._read_segment(Segment(**info))
-
-    def _read_segment(self, seg: Segment) -> Iterator[pa.RecordBatch]:
-        from pipeline.frames import segment_frames
-
-        chunks = segment_frames(seg.path, seg.partition, seg.base_offset, seg.last,
-                                CHUNK_RECORDS)
+        segments = [Segment(**info) for info in partition.value]
         if self.view == DIGEST:
-            from pipeline.digest import digest_batches
-
-            yield from digest_batches(seg.store, seg.log, seg.partition, chunks)
+            yield from _digest(segments)
             return
         from pipeline.rows import frame_batches
 
-        for frames in chunks:
-            yield from frame_batches(seg.store, seg.log, seg.partition, frames)
+        for seg in segments:
+            for frames in _chunks(seg):
+                yield from frame_batches(seg.store, seg.log, seg.partition, frames)
+
+
+def _chunks(seg: Segment) -> Iterator[Frames]:
+    from pipeline.frames import segment_frames
+
+    return segment_frames(seg.path, seg.partition, seg.base_offset, seg.last, CHUNK_RECORDS)
+
+
+def _digest(segments: list[Segment]) -> Iterator[pa.RecordBatch]:
+    """The digest rows of whole coordinator partitions' segments (in log order): each
+    partition's groups replayed once its last segment is read."""
+    from pipeline.digest import digest_batches, replayed_rows
+
+    group_records: list[pa.RecordBatch] = []
+    for i, seg in enumerate(segments):
+        yield from digest_batches(seg.store, seg.log, seg.partition, _chunks(seg), group_records)
+        after = segments[i + 1] if i + 1 < len(segments) else None
+        if after is None or (after.store, after.log, after.partition) != (
+                seg.store, seg.log, seg.partition):
+            yield from replayed_rows(group_records)
+            group_records.clear()

@@ -1,46 +1,29 @@
 """The analytics tables, as Spark DataFrames over the ``coordinator-log`` source's ``digest``
 view (:mod:`pipeline.digest`).
 
-Group tables replay each group's records in log order (:mod:`pipeline.replay`) with
-``groupBy(store, group_id).applyInArrow``, once for all four of them; the offset tables merge
-the per-segment partial aggregates of the digest with Spark SQL.
+The group tables' rows come replayed from the digest (each group's records in log order,
+:mod:`pipeline.replay`, once for all four of them, in the task that read its coordinator
+partition); the offset tables merge the per-segment partial aggregates of the digest with Spark
+SQL.
 """
 
 from __future__ import annotations
 
-import pyarrow as pa
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.pandas.types import from_arrow_schema
 
-from pipeline.digest import GROUP, GROUP_COLUMNS, MINUTE, OFFSETS, SEGMENT, TXN
-from pipeline.outputs import GROUP_TABLES, GROUP_TABLES_UNION, union_table
-from pipeline.replay import replay_group
+from pipeline.digest import GROUP, MINUTE, OFFSETS, SEGMENT, TXN
+from pipeline.outputs import GROUP_TABLES, GROUP_TABLES_UNION
 
 TABLE_NAMES = ("assignment_runs", "member_timeline", "rebalances", "offset_commits",
                "offset_expiration", "group_summary")
 DEFAULT_RETENTION_MINUTES = 10080  # Kafka's offsets.retention.minutes
 
 
-def group_records(digest: DataFrame) -> DataFrame:
-    """The group records (no offset commits), only the columns the replay reads."""
-    return digest.where(F.col("kind") == GROUP).select(*GROUP_COLUMNS)
-
-
-def _replay_all(table: pa.Table) -> pa.Table:
-    table = table.sort_by([("partition", "ascending"), ("offset", "ascending")])
-    rows = table.to_pylist()
-    if not rows:
-        return GROUP_TABLES_UNION.empty_table()
-    out = replay_group(rows[0]["store"], rows[0]["group_id"], rows)
-    return union_table({kind: getattr(out, kind) for kind in GROUP_TABLES})
-
-
-def group_tables(groups: DataFrame) -> DataFrame:
+def group_tables(digest: DataFrame) -> DataFrame:
     """``runs``, ``timeline``, ``rebalances`` and ``state`` of every group, from one replay of
     each group, in one DataFrame (:data:`pipeline.outputs.GROUP_TABLES_UNION`)."""
-    return groups.groupBy("store", "group_id").applyInArrow(
-        _replay_all, from_arrow_schema(GROUP_TABLES_UNION))
+    return digest.where(F.col("kind") == GROUP).select(*GROUP_TABLES_UNION.names)
 
 
 def group_table(tables: DataFrame, kind: str) -> DataFrame:

@@ -112,7 +112,7 @@ def test_other_files_beside_the_segments_are_ignored(tmp_path: Path) -> None:
     (directory / "snapshots" / "00000000000000000042.log").write_bytes(b"junk")
     assert list_segments([str(store)]) == before
     kinds = [kind for segment in before for batch in digest_batches(
-        segment.store, segment.log, segment.partition, iter(frames_of(segment)))
+        segment.store, segment.log, segment.partition, iter(frames_of(segment)), [])
         for kind in batch.column("kind").to_pylist()]
     assert kinds.count("segment") == len(before)
 

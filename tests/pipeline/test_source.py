@@ -9,7 +9,8 @@ import pytest
 from pyspark.sql import SparkSession
 
 from pipeline.job import read_stores
-from pipeline.segments import list_segments, pack
+from pipeline.segments import list_segments, pack, pack_partitions
+from pipeline.source import DIGEST
 from pipeline.synthetic import write_store
 from storage.dump import dump
 
@@ -46,6 +47,25 @@ def test_the_tasks_option_packs_segments_by_size(spark: SparkSession, store: Pat
     one_each = sorted(tuple(r) for r in read_stores(spark, [str(store)]).select(
         *columns).collect())
     assert packed == one_each
+
+
+def test_the_digest_view_gives_each_task_whole_partitions_in_log_order(
+        spark: SparkSession, store: Path) -> None:
+    """A task replays the groups of the partitions it reads, so it reads each whole."""
+    segments = list_segments([str(store)])
+    units = {(s.store, s.log, s.partition) for s in segments}
+    assert len(units) >= 2 and len(segments) > len(units)
+    for tasks in (None, 1, len(units) + 3):
+        bins = pack_partitions(segments, tasks)
+        assert len(bins) == (len(units) if tasks is None else min(tasks, len(units)))
+        assert sorted(s.path for b in bins for s in b) == sorted(s.path for s in segments)
+        for b in bins:
+            for unit in {(s.store, s.log, s.partition) for s in b}:
+                mine = [s.base_offset for s in b if (s.store, s.log, s.partition) == unit]
+                assert mine == sorted(s.base_offset for s in segments
+                                      if (s.store, s.log, s.partition) == unit)
+    assert read_stores(spark, [str(store)], DIGEST, tasks=1).rdd.getNumPartitions() == 1
+    assert read_stores(spark, [str(store)], DIGEST).rdd.getNumPartitions() == len(units)
 
 
 @pytest.mark.parametrize("tasks", ["0", "-1", "two"])
