@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -56,7 +57,7 @@ def run(spark: SparkSession, options: JobOptions) -> JobResult:
     out.mkdir(parents=True, exist_ok=True)
     result = JobResult(records=0, segments=len(segments))
 
-    with progress.stage("read the stores (group records, offset commits per key: "
+    with progress.stage("read the stores (groups replayed, offset commits per key: "
                         "one pass)"):
         # the one pass over the segment files: everything downstream reads this small digest
         # two tasks a core: a task costs Spark ~0.1 s besides its records
@@ -76,19 +77,30 @@ def run(spark: SparkSession, options: JobOptions) -> JobResult:
         return df.sparkSession.read.schema(df.schema).parquet(str(out / name))
 
     runs = write("assignment_runs", tables.group_table(groups, "runs"))
-    write("member_timeline", tables.group_table(groups, "timeline"))
     rebalances = write("rebalances", tables.group_table(groups, "rebalances"))
-    state = tables.group_table(groups, "state")
-    commits = write("offset_commits", tables.offset_commits(digest))
-    expiration = write("offset_expiration", tables.offset_expiration(
-        commits, state, tables.store_ends(digest), options.retention_minutes))
-    write("group_summary", tables.group_summary(runs, rebalances, state, expiration))
-    per_minute = tables.commits_per_minute(digest)
-    if options.report:
-        from pipeline.report import write_report
+    # their plots are drawn on the driver while Spark writes the other tables
+    with ThreadPoolExecutor(1, thread_name_prefix="report-plots") as drawing:
+        group_plots = (drawing.submit(_draw_group_plots, out, options.assignment_interval_ms)
+                       if options.report else None)
+        write("member_timeline", tables.group_table(groups, "timeline"))
+        state = tables.group_table(groups, "state")
+        commits = write("offset_commits", tables.offset_commits(digest))
+        expiration = write("offset_expiration", tables.offset_expiration(
+            commits, state, tables.store_ends(digest), options.retention_minutes))
+        write("group_summary", tables.group_summary(runs, rebalances, state, expiration))
+        per_minute = tables.commits_per_minute(digest)
+        if group_plots is not None:
+            from pipeline.report import write_report
 
-        with progress.stage("report.html and plots"):
-            result.report = write_report(spark, out, per_minute, options)
-            progress.say(f"report: {result.report}")
+            with progress.stage("report.html and plots"):
+                result.report = write_report(spark, out, per_minute, options,
+                                             group_plots.result())
+                progress.say(f"report: {result.report}")
     digest.unpersist()
     return result
+
+
+def _draw_group_plots(out: Path, assignment_interval_ms: int) -> dict[str, Path]:
+    from pipeline.report import draw_group_plots
+
+    return draw_group_plots(out, assignment_interval_ms)

@@ -48,8 +48,23 @@ def _read(out: Path, name: str) -> pd.DataFrame:
     return pq.read_table(out / name).to_pandas()
 
 
+def draw_group_plots(out: Path, assignment_interval_ms: int) -> dict[str, Path]:
+    """The plots of ``assignment_runs`` and ``rebalances`` (the job draws them while it writes
+    the other tables)."""
+    runs = _read(out, "assignment_runs")[RUN_COLUMNS]
+    rebalances = _read(out, "rebalances")
+    return {
+        "assignor_runs.png": plots.assignor_runs(runs, assignment_interval_ms,
+                                                 out / "assignor_runs.png"),
+        "rebalance_durations.png": plots.rebalance_durations(rebalances,
+                                                             out / "rebalance_durations.png"),
+        "partitions_moved.png": plots.partitions_moved(runs, out / "partitions_moved.png"),
+    }
+
+
 def write_report(spark: SparkSession, out: Path, per_minute: DataFrame,
-                 options: JobOptions) -> Path:
+                 options: JobOptions, group_plots: dict[str, Path] | None = None) -> Path:
+    """``group_plots``: what :func:`draw_group_plots` drew (drawn here if not given)."""
     summary = _read(out, "group_summary")
     runs = _read(out, "assignment_runs")[RUN_COLUMNS]
     rebalances = _read(out, "rebalances")
@@ -62,14 +77,9 @@ def write_report(spark: SparkSession, out: Path, per_minute: DataFrame,
                 .agg(offsets=("status", "size"), expires_at_ms=("expires_at_ms", "min"))
                 .sort_values("expires_at_ms", na_position="first", kind="stable").head(30))
     minutes = per_minute.toPandas()
-    pngs = {
-        "assignor_runs.png": plots.assignor_runs(runs, options.assignment_interval_ms,
-                                                 out / "assignor_runs.png"),
-        "rebalance_durations.png": plots.rebalance_durations(rebalances,
-                                                             out / "rebalance_durations.png"),
-        "partitions_moved.png": plots.partitions_moved(runs, out / "partitions_moved.png"),
-        "commit_rates.png": plots.commit_rates(minutes, out / "commit_rates.png"),
-    }
+    pngs = dict(group_plots if group_plots is not None
+                else draw_group_plots(out, options.assignment_interval_ms))
+    pngs["commit_rates.png"] = plots.commit_rates(minutes, out / "commit_rates.png")
     stores = ", ".join(html.escape(d) for d in options.log_dirs)
     by_type = summary["group_type"].value_counts() if len(summary) else pd.Series(dtype=int)
     types = ", ".join(f"{int(by_type[t])} {t}" for t in (*GROUP_TYPES, "none")
