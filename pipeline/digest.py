@@ -27,6 +27,7 @@ Offset commits are decoded in bulk (:mod:`pipeline.commits`); the records no tab
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from typing import Any
 
@@ -123,21 +124,43 @@ def group_rows(store: str, log: str, partition: int, frames: Frames
 
 def replayed_rows(records: list[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """The group tables' rows (``group`` digest rows) of the groups whose records
-    (:data:`GROUP_RECORDS`) are ``records``: all of one coordinator partition's."""
+    (:data:`GROUP_RECORDS`) are ``records``: all of one coordinator partition's. Only one
+    group's records at a time are Python rows, and the tables' rows go out every
+    :data:`REPLAYED_BATCH_ROWS`, so a task's memory is bounded by its partition's records in
+    Arrow, not by them as Python objects."""
     if not records:
         return
-    table = pa.Table.from_batches(records, GROUP_RECORDS).sort_by("offset")
-    groups: dict[tuple[str, str], list[Row]] = {}
-    for row in table.to_pylist():
-        groups.setdefault((row["store"], row["group_id"]), []).append(row)
+    # one store and partition: a group's records are those with its id, in log order
+    table = pa.Table.from_batches(records, GROUP_RECORDS).sort_by(
+        [("group_id", "ascending"), ("offset", "ascending")])
+    ids = table.column("group_id").combine_chunks().dictionary_encode(null_encoding="encode")
+    codes = ids.indices.to_numpy()
+    bounds = [0, *(np.flatnonzero(np.diff(codes)) + 1).tolist(), table.num_rows]
     out: dict[str, list[Row]] = {kind: [] for kind in GROUP_TABLES}
-    for (store, group_id), rows in groups.items():
-        tables = replay_group(store, group_id, rows)
+    pending = 0
+    for start, end in itertools.pairwise(bounds):
+        rows = table.slice(start, end - start).to_pylist()
+        tables = replay_group(rows[0]["store"], rows[0]["group_id"], rows)
         for kind, kind_rows in out.items():
-            kind_rows.extend(getattr(tables, kind))
+            made = getattr(tables, kind)
+            kind_rows.extend(made)
+            pending += len(made)
+        if pending >= REPLAYED_BATCH_ROWS:
+            yield from _group_batches(out)
+            pending = 0
+    yield from _group_batches(out)
+
+
+REPLAYED_BATCH_ROWS = 65_536
+
+
+def _group_batches(out: dict[str, list[Row]]) -> Iterator[pa.RecordBatch]:
+    """``out``'s rows as ``group`` digest rows; empties ``out``'s lists."""
     for batch in union_table(out).to_batches():
         yield _batch(GROUP, batch.num_rows, dict(zip(batch.schema.names, batch.columns,
                                                      strict=True)))
+    for rows in out.values():
+        rows.clear()
 
 
 def current_assignments(store: str, partition: int, frames: Frames, index: Ints

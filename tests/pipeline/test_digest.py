@@ -8,11 +8,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import pytest
 from pyspark.sql import SparkSession
 
+from pipeline import digest as digest_module
 from pipeline import tables
+from pipeline.digest import GROUP
 from pipeline.job import JobResult, read_stores
-from pipeline.source import DIGEST
+from pipeline.segments import list_segments, pack_partitions
+from pipeline.source import DIGEST, _digest
 from tests.pipeline.compare import canonical, output_rows
 from tests.pipeline.conftest import LATE
 from tests.pipeline.reference import reference_tables
@@ -52,3 +56,22 @@ def test_the_odd_records_reached_the_tables(odd_job: tuple[JobResult, Path]) -> 
     sent = commits[("cg-0", "topic-0", 3)]
     assert sent["last_offset"] == 10 and sent["transactional_offsets"] == 1
     assert sent["transactional"] and not back["transactional"]
+
+
+def test_a_partitions_groups_give_the_same_rows_however_often_they_are_sent(
+        odd_store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The replayed rows leave a task every ``REPLAYED_BATCH_ROWS``: sent after every group,
+    they are the rows sent once at the end of the partition."""
+    segments = pack_partitions(list_segments([str(odd_store)]), None)[0]
+
+    def rows() -> list[tuple[object, ...]]:
+        batches = [b for b in _digest(segments) if b.column("kind")[0].as_py() == GROUP]
+        return sorted(tuple(map(str, row.values()))
+                      for b in batches for row in b.to_pylist())
+
+    once = rows()
+    monkeypatch.setattr(digest_module, "REPLAYED_BATCH_ROWS", 1)
+    assert rows() == once
+    assert len(once) > 100
+    states = [row[2:4] for row in once if row[1] == "state"]  # (store, group_id)
+    assert len(states) == len(set(states)) > 1  # each group replayed once
