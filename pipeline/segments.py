@@ -55,34 +55,31 @@ def list_segments(stores: list[str]) -> list[Segment]:
 def pack(segments: list[Segment], bins: int) -> list[list[Segment]]:
     """``segments`` in at most ``bins`` groups of about equal bytes (largest first, each to
     the lightest group), the heaviest group first."""
-    groups: list[list[Segment]] = [[] for _ in range(min(bins, len(segments)))]
-    load = [0] * len(groups)
-    for seg in sorted(segments, key=lambda s: -s.size):
-        i = load.index(min(load))
-        groups[i].append(seg)
-        load[i] += seg.size
-    order = sorted(range(len(groups)), key=lambda i: -load[i])
-    return [groups[i] for i in order]
+    return _pack([[seg] for seg in segments], bins)
 
 
 def pack_partitions(segments: list[Segment], bins: int | None) -> list[list[Segment]]:
     """``segments`` grouped so that each (store, log, partition) is whole in one group, its
     segments in log order (so a task replays each group it reads from all of its records):
-    packed into at most ``bins`` groups of about equal bytes, or one group per partition."""
+    packed as :func:`pack` packs segments into at most ``bins`` groups, or one group per
+    partition."""
     partitions: dict[tuple[str, str, int], list[Segment]] = {}
     for seg in segments:
         partitions.setdefault((seg.store, seg.log, seg.partition), []).append(seg)
-    units = sorted((sorted(segs, key=lambda s: s.base_offset) for segs in partitions.values()),
-                   key=lambda segs: -sum(s.size for s in segs))
-    if bins is None or bins >= len(units):
-        return units
-    groups: list[list[Segment]] = [[] for _ in range(bins)]
-    load = [0] * bins
-    for unit in units:
+    units = [sorted(segs, key=lambda s: s.base_offset) for segs in partitions.values()]
+    return _pack(units, len(units) if bins is None else bins)
+
+
+def _pack(units: list[list[Segment]], bins: int) -> list[list[Segment]]:
+    """``units`` (each kept together, in its order) in at most ``bins`` groups of about equal
+    bytes: the largest unit first, each to the lightest group; the heaviest group first."""
+    groups: list[list[Segment]] = [[] for _ in range(min(bins, len(units)))]
+    load = [0] * len(groups)
+    for unit in sorted(units, key=lambda u: -sum(s.size for s in u)):
         i = load.index(min(load))
         groups[i].extend(unit)
         load[i] += sum(s.size for s in unit)
-    order = sorted(range(bins), key=lambda i: -load[i])
+    order = sorted(range(len(groups)), key=lambda i: -load[i])
     return [groups[i] for i in order]
 
 

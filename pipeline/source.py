@@ -15,6 +15,7 @@ are framed with numpy (:mod:`pipeline.frames`), offset commits decoded in bulk
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict
@@ -135,11 +136,9 @@ def _digest(segments: list[Segment]) -> Iterator[pa.RecordBatch]:
     partition's groups replayed once its last segment is read."""
     from pipeline.digest import digest_batches, replayed_rows
 
-    group_records: list[pa.RecordBatch] = []
-    for i, seg in enumerate(segments):
-        yield from digest_batches(seg.store, seg.log, seg.partition, _chunks(seg), group_records)
-        after = segments[i + 1] if i + 1 < len(segments) else None
-        if after is None or (after.store, after.log, after.partition) != (
-                seg.store, seg.log, seg.partition):
-            yield from replayed_rows(group_records)
-            group_records.clear()
+    for _, partition in itertools.groupby(segments, lambda s: (s.store, s.log, s.partition)):
+        group_records: list[pa.RecordBatch] = []
+        for seg in partition:
+            yield from digest_batches(seg.store, seg.log, seg.partition, _chunks(seg),
+                                      group_records)
+        yield from replayed_rows(group_records)
