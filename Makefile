@@ -9,8 +9,9 @@ PY := $(VENV)/bin/python
 SERVER_STAMP := $(VENV)/.installed-server
 SUITE_STAMP := $(VENV)/.installed-suite
 # Debian packages the suite drives, as command:package: kcat, a real Prometheus and promtool,
-# and gcc (the slow/failing-disk tests build an LD_PRELOAD shim).
-SYSTEM_DEPS := kcat:kcat prometheus:prometheus promtool:prometheus gcc:gcc
+# gcc (the slow/failing-disk tests build an LD_PRELOAD shim) and a headless Chromium (the
+# rebalance timeline page is tested in a real browser).
+SYSTEM_DEPS := kcat:kcat prometheus:prometheus promtool:prometheus gcc:gcc chromium:chromium
 
 .PHONY: run test test-fast lint typecheck bench-codec clean system-deps
 # A recipe that fails leaves no half-made target behind (a venv whose creation broke off).

@@ -1,7 +1,7 @@
 """The Makefile's install paths, run for real by the real ``make`` against a copy of the
 repository's Makefile, with stand-ins for everything they would install or run.
 
-PATH holds only a temporary bin directory, so the machine's own kcat, prometheus, promtool, gcc,
+PATH holds only a temporary bin directory, so the machine's own kcat, prometheus, promtool, gcc, chromium,
 apt-get and sudo are hidden whatever the machine has. The stand-ins record their argv: apt-get
 also records the DEBIAN_FRONTEND it sees and whether it runs privileged (root per the stand-in
 ``id``, whose ``-u`` answer each test picks, or through the stand-in sudo), fails as apt does
@@ -29,7 +29,8 @@ MAKEFILE = REPO / "Makefile"
 MAKE = shutil.which("make")  # resolved before any test narrows PATH (`make test` runs us)
 
 # Debian package -> the commands it installs (what the Makefile's SYSTEM_DEPS expects).
-PACKAGES = {"kcat": ("kcat",), "prometheus": ("prometheus", "promtool"), "gcc": ("gcc",)}
+PACKAGES = {"kcat": ("kcat",), "prometheus": ("prometheus", "promtool"), "gcc": ("gcc",),
+            "chromium": ("chromium",)}
 COMMANDS = frozenset(command for commands in PACKAGES.values() for command in commands)
 
 # record FILE FIELD...: appends one line, the fields separated by tabs.
@@ -63,6 +64,7 @@ if [ "$1" = install ]; then
       kcat) provide kcat ;;
       prometheus) provide prometheus; provide promtool ;;
       gcc) provide gcc ;;
+      chromium) provide chromium ;;
       *) echo "E: Unable to locate package $pkg" >&2; exit 100 ;;
     esac
   done
@@ -201,11 +203,12 @@ def new_machine(tmp_path: Path) -> NewMachine:
 # (commands already on PATH, the packages system-deps must ask for, in the Makefile's order)
 CASES = {
     "nothing missing": (COMMANDS, []),
-    "kcat missing": ({"prometheus", "promtool", "gcc"}, ["kcat"]),
-    "prometheus and promtool missing": ({"kcat", "gcc"}, ["prometheus"]),
-    "promtool missing": ({"kcat", "prometheus", "gcc"}, ["prometheus"]),
-    "gcc missing": ({"kcat", "prometheus", "promtool"}, ["gcc"]),
-    "all missing": (frozenset(), ["kcat", "prometheus", "gcc"]),
+    "kcat missing": (COMMANDS - {"kcat"}, ["kcat"]),
+    "prometheus and promtool missing": (COMMANDS - {"prometheus", "promtool"}, ["prometheus"]),
+    "promtool missing": (COMMANDS - {"promtool"}, ["prometheus"]),
+    "gcc missing": (COMMANDS - {"gcc"}, ["gcc"]),
+    "chromium missing": (COMMANDS - {"chromium"}, ["chromium"]),
+    "all missing": (frozenset(), ["kcat", "prometheus", "gcc", "chromium"]),
 }
 case_params = pytest.mark.parametrize(("present", "wanted"), list(CASES.values()),
                                       ids=list(CASES))
