@@ -135,6 +135,9 @@ def _add_log(commands: Commands) -> None:
         "per line (what GET /timeline of the control endpoint says, less its annotations)")
     timeline.add_argument("log_dir", help="the server's log.dirs")
     timeline.add_argument("--group", default=None, help="one group only")
+    timeline.add_argument("--html", default=None, metavar="FILE",
+                          help="write the group's timeline page (one self-contained HTML file, "
+                          "what GET /groups/<group>/timeline.html draws) instead; needs --group")
 
 
 def load_config(path: str | None, overrides: Sequence[tuple[str, str]],
@@ -233,6 +236,8 @@ def log_timeline(args: argparse.Namespace) -> int:
     if not Path(args.log_dir).is_dir():
         print(f"error: no such log directory: {args.log_dir}", file=sys.stderr)
         return 2
+    if args.html is not None:
+        return timeline_html(args)
     try:
         for event in store_timeline(args.log_dir, args.group):
             sys.stdout.write(json.dumps(event) + "\n")
@@ -241,6 +246,28 @@ def log_timeline(args: argparse.Namespace) -> int:
     except CorruptLogError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    return 0
+
+
+def timeline_html(args: argparse.Namespace) -> int:
+    from storage.errors import CorruptLogError
+
+    from .control.page import offline_timeline
+    from .groups.timeline_records import store_timeline
+
+    if args.group is None:
+        print("error: --html draws one group: give --group", file=sys.stderr)
+        return 2
+    try:
+        events = list(store_timeline(args.log_dir, args.group))
+    except CorruptLogError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    if not events:
+        print(f"error: the store has no record of group {args.group}", file=sys.stderr)
+        return 1
+    Path(args.html).write_text(offline_timeline(args.group, events), encoding="utf-8")
+    print(json.dumps({"group": args.group, "events": len(events), "html": args.html}))
     return 0
 
 

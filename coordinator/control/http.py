@@ -14,11 +14,14 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from coordinator.observability.logs import get_logger
 
-from .routes import Control, route
+from . import pages
+from .page import Body
+from .routes import ROUTES, Control, route
 
 log = get_logger("coordinator.control")
 
 MAX_BODY_BYTES = 1 << 20
+ALL_ROUTES = ROUTES + pages.ROUTES
 
 
 class _Server(ThreadingHTTPServer):
@@ -60,13 +63,17 @@ class _Handler(BaseHTTPRequestHandler):
             return
         body = self.rfile.read(length) if length else b""
         status, answer = route(self.server.control, method, parts.path,
-                               parse_qs(parts.query), body, unquote)
+                               parse_qs(parts.query), body, unquote, ALL_ROUTES)
         self._answer(status, answer)
 
     def _answer(self, status: int, answer: Any) -> None:
-        data = json.dumps(answer, default=str).encode() + b"\n"
+        if isinstance(answer, Body):  # a page, its script or its style
+            data, content_type = answer.data, answer.content_type
+        else:
+            data, content_type = json.dumps(answer, default=str).encode() + b"\n", \
+                "application/json"
         self.send_response(status)
-        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)

@@ -9,6 +9,9 @@
 | ``POST /groups/<group>/rebalance`` | force a new target assignment (``rebalance.py``) |
 | ``GET /timeline?group=G`` | the rebalance timeline (``coordinator.observability.timeline``) |
 
+The web pages (``GET /``, ``GET /groups/<group>/timeline.html``, ...) are ``pages.py``'s routes,
+which the HTTP server adds after these.
+
 Errors are ``{"error": "..."}`` with 400 (bad JSON, a rule refused), 404 (no such route, rule,
 group or member), 405 (another method) or 503 (the event loop did not answer in time). Handlers
 marked ``on_loop`` run on the event loop (they touch coordinator state); the others run on the
@@ -167,12 +170,13 @@ ROUTES: tuple[tuple[str, re.Pattern[str], Handler], ...] = (
 
 
 def route(control: Control, method: str, path: str, query: Query, body: bytes,
-          unquote: Callable[[str], str] = lambda text: text) -> Answer:
+          unquote: Callable[[str], str] = lambda text: text,
+          routes: Sequence[tuple[str, re.Pattern[str], Handler]] = ROUTES) -> Answer:
     """The answer to one HTTP request (``path`` without its query; ``unquote`` decodes the
-    path's parameters)."""
+    path's parameters) by the first of ``routes`` that matches."""
     path = path.rstrip("/") or "/"
     allowed = []
-    for route_method, pattern, handler in ROUTES:
+    for route_method, pattern, handler in routes:
         found = pattern.fullmatch(path)
         if found is None:
             continue
@@ -192,4 +196,4 @@ def route(control: Control, method: str, path: str, query: Query, body: bytes,
         return 405, {"error": f"{method} is not allowed on {path}; use "
                               f"{', '.join(sorted(set(allowed)))}", "allow": sorted(set(allowed))}
     return 404, {"error": f"no route {method} {path}",
-                 "routes": [f"{m} {p.pattern}" for m, p, _ in ROUTES]}
+                 "routes": [f"{m} {p.pattern}" for m, p, _ in routes]}
