@@ -144,6 +144,13 @@ class Coordinator:
 
         return timeline.Timeline.fetch(self.control_url, group)
 
+    def timeline_url(self, group: str) -> str:
+        """The web page of ``group``'s rebalance timeline: one lane per member, what it owned
+        over time, following the server live (open it in a browser)."""
+        from coordinator.control.page import timeline_path
+
+        return self.control_url + timeline_path(group)
+
     # --- lifecycle ---------------------------------------------------------------------------
     def alive(self) -> bool:
         return self._server.alive()

@@ -11,7 +11,9 @@ point: installing the package is enough.
   the ``kafka_coordinator_session_options`` fixture in a conftest.py
   (``{"config": {...}, "profile": "test"}``).
 
-When a test that used one fails, the server's log is added to the report.
+When a test that used one fails, the server's log is added to the report; for a server of the
+test's own, the log and the rebalance timeline page of each group it saw are also saved as files
+(``<data dir>-report/server.log``, ``timeline-<group>.html``) and the report says where.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from . import report as saved
 from .process import DEFAULT_PROFILE, Coordinator
 
 MARKER = "kafka_coordinator"
@@ -123,4 +126,18 @@ def pytest_runtest_makereport(item: pytest.Item,
             lines = coordinator.output().splitlines()[-_LOG_LINES:]
             report.sections.append((f"kafka-coordinator {coordinator.bootstrap_servers} log "
                                     f"(last {len(lines)} lines)", "\n".join(lines)))
+        for coordinator in started:
+            report.sections.append((f"kafka-coordinator {coordinator.bootstrap_servers} files",
+                                    _save(coordinator)))
     return report
+
+
+def _save(coordinator: Coordinator) -> str:
+    """The server's log and its groups' timeline pages as files, and where they are."""
+    try:
+        log_path, pages = saved.save(coordinator)
+    except Exception as exc:  # a report must not fail for its extras: say why there are none
+        return f"could not save the log and the timeline pages: {exc!r}"
+    lines = [f"log: {log_path}"]
+    lines += [f"timeline page: {page}" for page in pages] or ["no group: no timeline page"]
+    return "\n".join(lines)

@@ -4,7 +4,9 @@ fresh pytest (``pytester.runpytest_subprocess``), that only installs the package
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import textwrap
 from pathlib import Path
 
@@ -113,6 +115,13 @@ def test_a_restart_keeps_committed_offsets(kafka_coordinator):
 
 def test_a_failure_shows_the_servers_log(kafka_coordinator):
     record(kafka_coordinator)
+    bootstrap = kafka_coordinator.bootstrap_servers
+    create_topic(bootstrap, "refunds", 2)
+    consumer = Consumer({{"bootstrap.servers": bootstrap, "group.id": "refunder",
+                         "group.protocol": "consumer"}})
+    consumer.subscribe(["refunds"])
+    wait_for_assignment(consumer, 2)
+    consumer.close()
     assert False, "on purpose"
 
 
@@ -139,8 +148,17 @@ def test_a_throwaway_project_uses_the_fixtures(pytester: pytest.Pytester) -> Non
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-v", timeout=240)
     result.assert_outcomes(passed=7, failed=1, errors=1)
     output = result.stdout.str()
-    # a failed test's report carries its server's log
+    # a failed test's report carries its server's log, and says where it saved the log and
+    # the timeline page of the group it touched (the events inline: the server is gone)
     assert "kafka-coordinator 127.0.0.1:" in output and '"event": "started"' in output
+    saved = dict(re.findall(r"^(log|timeline page): (\S+)$", output, re.MULTILINE))
+    assert set(saved) == {"log", "timeline page"}, output
+    assert '"event": "started"' in Path(saved["log"]).read_text()
+    page = Path(saved["timeline page"])
+    assert page.name == "timeline-refunder.html"
+    embedded = page.read_text().split('<script id="timeline-events" type="application/json">')
+    events = json.loads(embedded[1].split("</script>")[0])
+    assert {"member-joined", "assigned", "member-left"} <= {e["kind"] for e in events}
     assert "unknown option(s) ['confg']" in output
     started = [int(line) for line in pids.read_text().split()]
     assert len(set(started)) == 8  # 6 function-scoped servers, a restart, 1 session server
