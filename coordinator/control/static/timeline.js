@@ -12,7 +12,9 @@
 //   rect.overlap[data-part][data-members]    two members owning one partition at once (red)
 //   g.marker[data-index][data-kind]          every other event, on its member's lane or on the
 //     [data-member]                          group lane (data-member ""); <title> is the hover
-// data-index is the event's index in the JSON timeline.
+// data-index is the event's index in the JSON timeline. <body> says data-events (how many it
+// drew), data-render-ms (the last drawing's time), data-rendered (how many drawings) and, live,
+// data-polls and data-first-events (what the first fetch gave).
 "use strict";
 
 (function () {
@@ -39,7 +41,7 @@
   const CHANGES = new Set(["assigned", "revoked"]);
   const LABEL_W = 230, ROW_H = 9, LANE_PAD = 12, GROUP_LANE_H = 34, AXIS_H = 26, RIGHT_PAD = 30;
 
-  const state = { events: [], zoom: 1, timer: null, failures: 0, reload: false };
+  const state = { events: [], zoom: 1, timer: null, failures: 0, reload: false, polls: 0 };
 
   function esc(text) {
     return String(text).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
@@ -175,8 +177,9 @@
       return;
     }
     const model = build(events);
-    const live = document.body.dataset.poll ? Date.now() : null;
-    const tEnd = Math.max(model.t1, live || 0);
+    // live, while someone owns something, the bars run on to now
+    const owning = model.bars.some((b) => b.end === null);
+    const tEnd = document.body.dataset.poll && owning ? Math.max(model.t1, Date.now()) : model.t1;
     const span = Math.max(tEnd - model.t0, 1);
     const width = Math.max(root.clientWidth - 2, 900) * state.zoom;
     const plotW = width - LABEL_W - RIGHT_PAD;
@@ -300,6 +303,11 @@
         throw new Error(`HTTP ${response.status}`);
       } else {
         const body = await response.json();
+        state.polls += 1;
+        document.body.dataset.polls = String(state.polls);
+        if (document.body.dataset.firstEvents === undefined) {
+          document.body.dataset.firstEvents = String(body.events.length);
+        }
         if (merge(body.events, since) || document.body.dataset.rendered === undefined) render();
         if (state.reload) {
           state.reload = false;
