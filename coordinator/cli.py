@@ -47,6 +47,8 @@ BENCHES: dict[str, tuple[str, str]] = {
               "topics, and what it costs the event loop"),
     "members": ("coordinator.bench.members", "the server's RSS with many KIP-848 members (one "
                 "group, and 100 groups), and whether it keeps answering"),
+    "timeline-page": ("coordinator.bench.timeline_page", "ms for headless Chromium to draw a "
+                      "large group's rebalance timeline page (a storm's store)"),
 }
 """Each bench: its module (``add_arguments``, ``run``) and its help. A module is imported only
 when its command is parsed: ``serve`` does not pay for the clients, soaks and load generators

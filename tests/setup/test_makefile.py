@@ -2,10 +2,10 @@
 repository's Makefile, with stand-ins for everything they would install or run.
 
 PATH holds only a temporary bin directory, so the machine's own kcat, prometheus, promtool, gcc,
-chromium, apt-get and sudo are hidden whatever the machine has. The stand-ins record their argv: apt-get
-also records the DEBIAN_FRONTEND it sees and whether it runs privileged (root per the stand-in
-``id``, whose ``-u`` answer each test picks, or through the stand-in sudo), fails as apt does
-when it is not, and on ``install`` provides the packages' commands. The Python paths run with
+chromium, apt-get and sudo are hidden whatever the machine has. The stand-ins record their argv:
+apt-get also records the DEBIAN_FRONTEND it sees and whether it runs privileged (root per the
+stand-in ``id``, whose ``-u`` answer each test picks, or through the stand-in sudo), fails as apt
+does when it is not, and on ``install`` provides the packages' commands. The Python paths run with
 ``PYTHON=`` a stand-in whose ``-m venv`` makes ``.venv/bin/python`` a stand-in too.
 """
 

@@ -13,7 +13,8 @@
 //   g.marker[data-index][data-kind]          every other event, on its member's lane or on the
 //     [data-member]                          group lane (data-member ""); <title> is the hover
 // data-index is the event's index in the JSON timeline. <body> says data-events (how many it
-// drew), data-render-ms (the last drawing's time), data-rendered (how many drawings) and, live,
+// drew), data-render-ms (the last drawing's time), data-ready-ms (its end, since navigation
+// began), data-rendered (how many drawings) and, live,
 // data-polls and data-first-events (what the first fetch gave).
 "use strict";
 
@@ -260,6 +261,7 @@
   function finish(started, bars) {
     const body = document.body;
     body.dataset.renderMs = (performance.now() - started).toFixed(1);
+    body.dataset.readyMs = performance.now().toFixed(1);
     body.dataset.events = String(state.events.length);
     body.dataset.rendered = String((Number(body.dataset.rendered) || 0) + 1);
     body.dataset.bars = String(bars);
