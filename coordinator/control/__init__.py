@@ -5,5 +5,7 @@ rebalance timeline, for tests of applications in any language.
 while a rule is active), ``responses.py`` builds the error answer of any API from its kio
 schema, ``rebalance.py`` forces a new target assignment through a coordinator write,
 ``routes.py`` is the route table and ``http.py`` the server (a thread of its own; what touches
-coordinator state runs on the event loop).
+coordinator state runs on the event loop). ``pages.py`` adds the web pages: the index of groups
+and each group's rebalance timeline page, which ``page.py`` writes (``static/`` holds its script
+and style sheet).
 """

@@ -58,6 +58,7 @@ def expected(events: Sequence[Mapping[str, Any]]) -> timeline_dom.Drawn:
             drawn.lanes.append(member)
         kind = event["kind"]
         if kind in CHANGES:
+            assert member is not None, event
             for part in parts(event):
                 if kind == "assigned" and (member, part) not in held:
                     held[member, part] = i
