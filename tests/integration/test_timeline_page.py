@@ -13,19 +13,19 @@ import subprocess
 import sys
 import threading
 import urllib.request
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka.admin import AdminClient, NewTopic
 from PIL import Image
 
 from coordinator.control.page import offline_timeline, timeline_path
 from coordinator.testing import chromium, timeline_dom
 from kafka_coordinator.timeline import Timeline, record_view
 from tests.harness import ServerProcess, wait_until
-from tests.integration.test_timeline import OVERRIDES, PARTITIONS, TOPIC, Consumer, scale_1_3_1
+from tests.integration import test_timeline
+from tests.integration.test_timeline import Consumer, scale_1_3_1
 
 ROOT = Path(__file__).resolve().parents[2]
 GROUP_LANE = frozenset({"epoch-bumped", "target-computed", "group-stable", "rebalance-started",
@@ -187,24 +187,10 @@ def test_an_empty_timeline_says_so(tmp_path: Path) -> None:
 
 
 # --- served by the control endpoint, for real groups ---------------------------------------------
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[ServerProcess]:
-    with ServerProcess(tmp_path / "data", OVERRIDES) as process:
-        admin = AdminClient({"bootstrap.servers": process.bootstrap})
-        for future in admin.create_topics([NewTopic(TOPIC, PARTITIONS)]).values():
-            future.result(10)
-        yield process
-
-
-@pytest.fixture
-def consumers() -> Iterator[list[Consumer]]:
-    started: list[Consumer] = []
-    yield started
-    for consumer in started:
-        try:
-            consumer.stop()
-        except (subprocess.TimeoutExpired, OSError):
-            consumer.proc.kill()
+server = test_timeline.server
+"""A server with the control endpoint on and the topic made (``test_timeline``'s)."""
+consumers = test_timeline.consumers
+"""The consumer processes a test starts, stopped after it (``test_timeline``'s)."""
 
 
 def control_url(server: ServerProcess) -> str:
