@@ -115,7 +115,7 @@ PLANTED = [
     ev(1002, "target-computed", epoch=2, members=1, moved=2, assignor="uniform",
        duration_ms=0.25, offloaded=False),
     ev(1003, "assigned", member="a", epoch=2, partitions={"orders": [0, 1]}),
-    ev(1500, "member-joined", member="b", client_id="app-b"),
+    ev(1500, "member-joined", member="b", client_id="app-b</script><img src=x>"),
     ev(1600, "assigned", member="b", epoch=3, partitions={"orders": [1]}),  # a still holds it
     ev(2000, "revoked", member="a", epoch=3, partitions={"orders": [1]}),
     ev(2500, "coordinator-moved", coordinator=2, previous=1),
@@ -145,6 +145,10 @@ def test_a_planted_double_ownership_is_drawn_in_red(tmp_path: Path) -> None:
     target = next(m for m in drawn.markers if m.kind == "target-computed")
     assert "assignor: uniform" in target.title and "duration_ms: 0.25" in target.title \
         and "moved: 2" in target.title
+    assert "assigned after it:\na: orders-0 orders-1\nb: orders-1" in target.title
+    # what the events say is text on the page, never markup
+    joined = next(m for m in drawn.markers if m.kind == "member-joined" and m.member == "b")
+    assert "app-b</script><img src=x>" in joined.title
     # the hooks: a coordinator move on the group's lane, a client's event on its member's
     kinds = {m.kind: m.member for m in drawn.markers}
     assert kinds["coordinator-moved"] is None and kinds["client-event"] == "b"
@@ -184,6 +188,18 @@ def test_streams_tasks_are_bars_and_standby_tasks_do_not_overlap(tmp_path: Path)
 def test_an_empty_timeline_says_so(tmp_path: Path) -> None:
     drawn = load_offline(tmp_path, "nothing", [], "empty.html")
     assert drawn.body["events"] == "0" and drawn.lanes == [] and drawn.bars == []
+
+
+def test_the_offline_page_needs_one_group(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "coordinator", "log", "timeline", str(tmp_path),
+                           "--html", str(tmp_path / "out.html")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2 and "give --group" in done.stderr
+    done = subprocess.run([sys.executable, "-m", "coordinator", "log", "timeline", str(tmp_path),
+                           "--group", "none", "--html", str(tmp_path / "out.html")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 1 and "no record of group none" in done.stderr
+    assert not (tmp_path / "out.html").exists()
 
 
 # --- served by the control endpoint, for real groups ---------------------------------------------
@@ -354,6 +370,7 @@ def thousand_members() -> list[dict[str, Any]]:
     return events
 
 
+@pytest.mark.slow  # Chromium on a 1.5 MB page
 def test_a_thousand_member_page_draws(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """What it takes is printed (``bench timeline-page`` measures a storm's real store); the
     bound is generous, for a loaded machine: the target is 2 s."""

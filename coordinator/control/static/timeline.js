@@ -99,12 +99,16 @@
       openOverlaps.set(bar.part, (openOverlaps.get(bar.part) || []).filter((o) => o.end === null));
     };
     let groupType = null;
+    let lastTarget = null; // the assignments after a target are the partitions it moved
     for (const i of order) {
       const e = events[i];
       if (e.group_type) groupType = e.group_type;
       if (e.member !== undefined && e.member !== null) lane(e.member);
       if (CHANGES.has(e.kind)) {
         const l = lane(e.member);
+        if (e.kind === "assigned" && lastTarget !== null) {
+          lastTarget.followed.push(`${e.member}: ${partsOf(e).map((p) => p[1]).join(" ")}`);
+        }
         for (const [part, label, checked] of partsOf(e)) {
           if (!l.parts.has(part)) l.parts.set(part, label);
           const holders = open.get(part) || new Map();
@@ -140,7 +144,9 @@
       }
       const spec = KINDS[e.kind] || OTHER;
       const onMember = spec.lane === "member" && e.member !== undefined && e.member !== null;
-      markers.push({ index: i, event: e, spec, member: onMember ? e.member : null });
+      const marker = { index: i, event: e, spec, member: onMember ? e.member : null, followed: [] };
+      if (e.kind === "target-computed") lastTarget = marker;
+      markers.push(marker);
     }
     let t0 = Infinity, t1 = -Infinity;
     for (const e of events) {
@@ -246,7 +252,7 @@
       const mx = x(m.event.timestamp);
       const my = m.member === null ? AXIS_H + GROUP_LANE_H / 2 : top.get(m.member).y + LANE_PAD / 2 + 1;
       out.push(`<g class="marker" transform="translate(${mx},${my})" data-index="${m.index}" data-kind="${esc(m.event.kind)}" data-member="${m.member === null ? "" : esc(m.member)}">` +
-        `${shape(m.spec, m.spec.color)}<title>${esc(describe(m.event))}</title></g>`);
+        `${shape(m.spec, m.spec.color)}<title>${esc(describe(m.event) + moved(m))}</title></g>`);
     }
     out.push(`</svg>`);
     root.innerHTML = out.join("");
@@ -256,6 +262,16 @@
       `${now} owning now, epoch ${epochs.length ? epochs[epochs.length - 1].epoch : "?"}, ${model.bars.length} bars, ` +
       (model.overlaps.length ? `<span class="overlap-count">${model.overlaps.length} overlap${model.overlaps.length > 1 ? "s" : ""}: a partition owned twice at once</span>` : "no overlap");
     finish(started, model.bars.length);
+  }
+
+  // A target's hover: the assignments that followed it (until the next target), the
+  // partitions it moved as the members acknowledged them.
+  function moved(marker) {
+    if (marker.event.kind !== "target-computed") return "";
+    const lines = marker.followed;
+    if (!lines.length) return "\nassigned after it: nothing";
+    const shown = lines.slice(0, 20).join("\n");
+    return `\nassigned after it:\n${shown}${lines.length > 20 ? `\n... and ${lines.length - 20} more` : ""}`;
   }
 
   function finish(started, bars) {
