@@ -286,9 +286,11 @@ def test_the_live_page_follows_the_server(server: ServerProcess, consumers: list
     done = threading.Event()
 
     def rebalance_until_done() -> None:
-        while not done.wait(0.2):
+        while True:
             request = urllib.request.Request(f"{url}/groups/followed/rebalance", method="POST")
             urllib.request.urlopen(request, timeout=10).close()
+            if done.wait(0.1):
+                return
 
     forcing = threading.Thread(target=rebalance_until_done, daemon=True)
     forcing.start()

@@ -2,7 +2,7 @@
 // group's events as markers (coordinator/control/page.py serves it; README, "Rebalance
 // timeline"). No dependency, no network but the page's own server: the events come embedded
 // (<script id="timeline-events">, a page written offline) or from GET /timeline?group=G, polled
-// with since= the last timestamp seen (data-poll on <body>).
+// with since= a little before the newest timestamp held (data-poll on <body>; see merge()).
 //
 // The DOM says what it drew, for people and for tests alike:
 //   g.lane[data-member]                      one per member, in order of first appearance
@@ -40,6 +40,7 @@
   };
   const OTHER = { lane: "member", shape: "circle", color: "#666666", text: "" };
   const CHANGES = new Set(["assigned", "revoked"]);
+  const SINCE_SLACK_MS = 2000;
   const LABEL_W = 230, ROW_H = 9, LANE_PAD = 12, GROUP_LANE_H = 34, AXIS_H = 26, RIGHT_PAD = 30;
 
   const state = { events: [], zoom: 1, timer: null, failures: 0, reload: false, polls: 0 };
@@ -312,7 +313,10 @@
   // --- following a live server ------------------------------------------------------------
   async function poll() {
     const url = document.body.dataset.poll;
-    const since = state.events.length ? state.events.reduce((m, e) => Math.max(m, e.timestamp), -Infinity) : null;
+    // since: a little before the newest event held, for an event stamped earlier that the
+    // server derives later (an annotation noted while a record was being written)
+    const since = state.events.length
+      ? state.events.reduce((m, e) => Math.max(m, e.timestamp), -Infinity) - SINCE_SLACK_MS : null;
     try {
       const response = await fetch(since === null ? url : `${url}&since=${since}`, { cache: "no-store" });
       if (response.status === 404) {
