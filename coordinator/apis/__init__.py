@@ -58,8 +58,10 @@ from .registry import ApiRegistry, ApiSpec
 __all__ = ["ApiRegistry", "ApiSpec", "RequestContext", "build_registry"]
 
 
-def build_registry() -> ApiRegistry:
-    registry = ApiRegistry()
+def build_registry(legacy_versions: bool = True) -> ApiRegistry:
+    """``legacy_versions``: serve the versions Kafka 4.0 removed, as Kafka 3.9 did
+    (``legacy.request.versions.enable``); False refuses them as Kafka 4.x does."""
+    registry = ApiRegistry(legacy_versions)
     registry.register(ApiKey.API_VERSIONS, 0, 4, api_versions.make_handler(registry))
     registry.register(ApiKey.METADATA, 0, 13, metadata.handle)
     registry.register(ApiKey.FIND_COORDINATOR, 0, 6, find_coordinator.handle)
