@@ -19,13 +19,14 @@ from functools import cache
 from pkgutil import resolve_name
 from typing import Any
 
-from .codec import decode_body
+from .codec import decode_body, encode_request
 from .errors import MalformedFrame
 from .header import RequestHeader, parse_request_header
 from .message_sets import to_message_set, to_record_batch
 from .schemas import schema
 
 _FRAME_HEAD = struct.Struct(">ii")
+_SIZE = struct.Struct(">i")
 DEFAULT_CONFIG = 5
 """DescribeConfigs' ConfigSource of a config at its default (v0 answers ``IsDefault``)."""
 DEFAULT_TIMESTAMP = -1
@@ -170,6 +171,19 @@ def downgrade_response(api: LegacyApi, version: int, request: Any, frame: bytes)
         api.downgrade(answer, version, request)
     body = bytes(answer.encode(version=version))
     return _FRAME_HEAD.pack(len(body) + 4, correlation_id) + body
+
+
+def encode_legacy_request(api: LegacyApi, version: int, body: Any, correlation_id: int = 0,
+                          client_id: str | None = "kafka-laptop") -> bytes:
+    """A whole request frame of an old ``version`` with what the base version's kio ``body``
+    holds (for tests, the fuzz soak and tools)."""
+    base = encode_request(body, correlation_id, client_id)
+    _, offset = parse_request_header(memoryview(base)[4:], 1)
+    message = _decode(_message_class(api.request_class), memoryview(base)[4 + offset:],
+                      api.base)
+    message.with_header(correlation_id=correlation_id, client_id=client_id)
+    data = bytes(message.encode(version=version, header=True))
+    return _SIZE.pack(len(data)) + data
 
 
 def api_name_of(api: LegacyApi) -> str:

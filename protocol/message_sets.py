@@ -20,9 +20,18 @@ _UNBOUNDED = 1 << 31
 
 
 def to_record_batch(message_set: bytes | None) -> bytes | None:
-    """One v2 batch (uncompressed, no producer id) with the records of a v0/v1 message set."""
+    """One v2 batch (uncompressed, no producer id) with the records of a v0/v1 message set;
+    bytes that are not one are handed on as they are, for the data plane's checks to refuse
+    with the partition's error (as a v3+ Produce's damaged batch is)."""
     if not message_set:
         return message_set
+    try:
+        return _up_converted(message_set)
+    except Exception:  # kafka-python raises several types on a damaged message set
+        return message_set
+
+
+def _up_converted(message_set: bytes) -> bytes:
     try:
         records = MemoryRecords(bytes(message_set))
         builder = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=False,
@@ -43,7 +52,7 @@ def to_record_batch(message_set: bytes | None) -> bytes | None:
                 count += 1
     except MalformedFrame:
         raise
-    except Exception as exc:  # kafka-python raises several types on a damaged message set
+    except Exception as exc:
         raise MalformedFrame(f"undecodable message set: {exc}") from exc
     if count == 0:
         raise MalformedFrame("a message set with no whole message")
