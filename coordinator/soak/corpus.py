@@ -65,7 +65,7 @@ def random_request(rng: random.Random, api_key: int, version: int, correlation_i
     try:
         return encode_legacy_request(legacy, version, body, correlation_id, client_id)
     except Exception:  # values the old version cannot carry: its neutral request
-        neutral = protocol.make(protocol.schema(api_key, legacy.base).request_type)
+        neutral: Any = protocol.make(protocol.schema(api_key, legacy.base).request_type)
         return encode_legacy_request(legacy, version, neutral, correlation_id, client_id)
 
 

@@ -116,7 +116,7 @@ def create_topic(name: str) -> Any:
 
 def records_of(data: bytes) -> list[tuple[int, int, bytes | None]]:
     """(offset, magic, value) of each record of a message set."""
-    out = []
+    out: list[tuple[int, int, bytes | None]] = []
     records = MemoryRecords(data)
     while records.has_next():
         batch = records.next_batch()
