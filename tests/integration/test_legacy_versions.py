@@ -8,7 +8,9 @@ broker versions; the server is a real process.
 
 from __future__ import annotations
 
+import shutil
 import struct
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -41,6 +43,10 @@ from tests.integration.conftest import WireClient, api_versions_v0
 
 _SIZE = struct.Struct(">i")
 TOPIC = "legacy-orders"
+KCAT = shutil.which("kcat")
+OLD_LIBRDKAFKA = ("-X", "api.version.request=false", "-X", "broker.version.fallback=0.9.0")
+"""librdkafka as a client of Kafka 0.9: Produce v1 (message format v0), Fetch v1, ListOffsets
+v0, JoinGroup v0, no ApiVersions."""
 
 
 def old_request(client: WireClient, message: Any, version: int, response_class: Any) -> Any:
@@ -198,7 +204,7 @@ def test_raw_old_versions_produce_commit_and_consume(server: ServerProcess) -> N
         assert fetched.topics[0].partitions[0].committed_offset == 5
         assert fetched.topics[0].partitions[0].metadata == "legacy"
         # a generation for a group that does not exist: ILLEGAL_GENERATION, as before v9
-        refused = old_request(client, commit("nobody", 4, "m", 1, -1), 1, OffsetCommitResponse)
+        refused = committed_when_loaded(client, commit("nobody", 4, "m", 1, -1), 1)
         assert refused.topics[0].partitions[0].error_code == 22
         deleted = old_request(client, DeleteTopicsRequest(topic_names=[TOPIC], timeout_ms=5000),
                               0, DeleteTopicsResponse)
@@ -268,6 +274,22 @@ def test_kafka_python_pinned_to_0_9_produces_joins_commits_and_consumes(
         consumer.close()
 
 
+def kcat(server: ServerProcess, *args: str, data: bytes | None = None
+         ) -> subprocess.CompletedProcess[bytes]:
+    assert KCAT is not None, "kcat is installed by the Makefile's SYSTEM_DEPS"
+    return subprocess.run([KCAT, "-b", server.bootstrap, *OLD_LIBRDKAFKA, *args], input=data,
+                          capture_output=True, timeout=60, check=False)
+
+
+def test_kcat_speaking_kafka_0_9_produces_and_consumes_in_a_group(server: ServerProcess) -> None:
+    produced = kcat(server, "-P", "-t", "legacy-kcat", "-K:", data=b"a:1\nb:2\nc:3\n")
+    assert produced.returncode == 0, produced.stderr
+    consumed = kcat(server, "-G", "legacy-kcat-group", "-e", "-f", "%k=%s@%o\n",
+                    "-X", "auto.offset.reset=earliest", "legacy-kcat")
+    assert consumed.returncode == 0, consumed.stderr
+    assert consumed.stdout.decode().splitlines() == ["a=1@0", "b=2@1", "c=3@2"]
+
+
 def test_kafka_4_setting_refuses_removed_versions(kafka4: ServerProcess) -> None:
     with WireClient(kafka4.bootstrap) as client:
         ranges = {k.api_key: (k.min_version, k.max_version)
@@ -285,6 +307,10 @@ def test_kafka_4_setting_refuses_removed_versions(kafka4: ServerProcess) -> None
             body = bytes(message.encode(version=version, header=True))
             client.send_raw(_SIZE.pack(len(body)) + body)
             assert client.is_closed(), f"{type(message).__name__} v{version}"
+    # librdkafka as a Kafka 0.9 client gets nothing produced
+    produced = kcat(kafka4, "-P", "-t", "legacy-kcat", "-X", "message.timeout.ms=3000",
+                    data=b"x\n")
+    assert produced.returncode != 0 or b"failed" in produced.stderr.lower(), produced.stderr
     # ... and the server still serves what 4.x serves
     with WireClient(kafka4.bootstrap) as client:
         answer = old_request(client, fetch(0), 4, FetchResponse)
