@@ -14,14 +14,34 @@ leaves).
 
 from __future__ import annotations
 
+import struct
 from typing import Any
 
 from kafka.record.default_records import DefaultRecordBatchBuilder
+from kafka.record.util import calc_crc32c
 
 from storage.records.kafka_format import FORMS, kafka_form
 
-_BASE = slice(0, 8)
 NO_TIMESTAMP = -1
+_HEADER = struct.Struct(">qiibIhiqqqhii")
+"""A v2 batch's header: base offset, length, leader epoch, magic, CRC, attributes, last offset
+delta, base and max timestamps, producer id and epoch, base sequence, record count."""
+_LAST_OFFSET_DELTA = slice(23, 27)
+_CRC = slice(17, 21)
+_CRC_FROM = 21
+
+
+def _empty_batch(timestamp: int) -> bytearray:
+    return bytearray(_HEADER.pack(0, _HEADER.size - 12, -1, 2, 0, 0, 0, timestamp, timestamp,
+                                  -1, -1, -1, 0))
+
+
+def _covering(batch: bytearray, base: int, last_delta: int) -> bytes:
+    """``batch`` at offset ``base``, its last offset ``base + last_delta`` (CRC recomputed)."""
+    batch[0:8] = base.to_bytes(8, "big", signed=True)
+    batch[_LAST_OFFSET_DELTA] = last_delta.to_bytes(4, "big", signed=True)
+    batch[_CRC] = calc_crc32c(memoryview(batch)[_CRC_FROM:]).to_bytes(4, "big")
+    return bytes(batch)
 
 
 class NoTransactions:
@@ -70,9 +90,9 @@ class InternalPartitionLog:
     def last_stable_offset(self) -> int:
         return self.log_end_offset
 
-    def records(self, offset: int) -> Any:
-        """(offset, timestamp, key, value) of the topic's durable records from ``offset``, in
-        Kafka's serialization."""
+    def _scan(self, offset: int) -> Any:
+        """(offset, timestamp, Kafka's key and value, or None for a record not of the topic)
+        of the durable records from ``offset``."""
         found = self._log()
         if found is None:
             return
@@ -80,36 +100,48 @@ class InternalPartitionLog:
         for at, timestamp, key, value in plog.read(offset):
             if at >= end:
                 return
-            form = kafka_form(self.topic, key, value)
+            yield at, timestamp, kafka_form(self.topic, key, value)
+
+    def records(self, offset: int) -> Any:
+        """(offset, timestamp, key, value) of the topic's durable records from ``offset``, in
+        Kafka's serialization."""
+        for at, timestamp, form in self._scan(offset):
             if form is not None:
                 yield at, timestamp, form[0], form[1]
 
     def read(self, offset: int, max_bytes: int, min_one: bool,
              max_offset: int | None = None) -> bytes:
         """One v2 record batch of the records from ``offset``, up to ``max_bytes`` (at least one
-        record when ``min_one``)."""
+        record when ``min_one``). Its last offset is that of the last record read, of the
+        topic or not, as a compacted batch keeps its last offset: a reader moves past records
+        the topic does not show, an empty batch if none it shows."""
         builder: DefaultRecordBatchBuilder | None = None
-        base = 0
-        for at, timestamp, key, value in self.records(offset):
+        shown = 0
+        base = last = -1
+        last_timestamp = NO_TIMESTAMP
+        for at, timestamp, form in self._scan(offset):
             if max_offset is not None and at >= max_offset:
                 break
-            if builder is None:
-                builder = DefaultRecordBatchBuilder(
-                    magic=2, compression_type=0, is_transactional=False, producer_id=-1,
-                    producer_epoch=-1, base_sequence=-1, batch_size=max_bytes)
+            if base < 0:
                 base = at
-                if builder.append(0, timestamp, key, value, []) is None and not min_one:
-                    return b""
-                continue
-            if builder.append(at - base, timestamp, key, value, []) is None:
-                break
-        if builder is None:
+            if form is not None:
+                if builder is None:
+                    builder = DefaultRecordBatchBuilder(
+                        magic=2, compression_type=0, is_transactional=False, producer_id=-1,
+                        producer_epoch=-1, base_sequence=-1, batch_size=max_bytes)
+                if builder.append(at - base, timestamp, form[0], form[1], []) is None and shown:
+                    break
+                shown += 1
+            last, last_timestamp = at, timestamp
+        if base < 0:
             return b""
-        batch = bytearray(builder.build())
-        batch[_BASE] = base.to_bytes(8, "big", signed=True)  # not covered by the CRC
+        if builder is None or not shown:
+            batch = _empty_batch(last_timestamp)
+        else:
+            batch = bytearray(builder.build())
         if len(batch) > max_bytes and not min_one:
             return b""
-        return bytes(batch)
+        return _covering(batch, base, last - base)
 
     def offset_for_timestamp(self, target: int) -> tuple[int, int] | None:
         for at, timestamp, _, _ in self.records(self.log_start_offset):
