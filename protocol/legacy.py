@@ -15,10 +15,9 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from functools import cache
-from pkgutil import resolve_name
 from typing import Any
 
+from .apikeys import api_name
 from .codec import decode_body, encode_request
 from .errors import MalformedFrame
 from .header import RequestHeader, parse_request_header
@@ -42,8 +41,6 @@ class LegacyApi:
     """The oldest version Kafka 3.9 served."""
     base: int
     """The codec's oldest version: older ones are served as this one."""
-    request_class: str
-    response_class: str
     upgrade: Callable[[Any, int], Extras] | None = None
     """Edits a decoded old request before it is re-encoded as the base version; returns what
     the handler needs that the base version cannot carry."""
@@ -105,32 +102,28 @@ def _offset_commit_up(request: Any, version: int) -> Extras:
     return {"commit_timestamps": stamps} if stamps else {}
 
 
-def _api(key: int, oldest: int, base: int, module: str, name: str,
-         upgrade: Callable[[Any, int], Extras] | None = None,
-         downgrade: Callable[[Any, int, Any], None] | None = None) -> LegacyApi:
-    return LegacyApi(key, oldest, base, f"kafka.protocol.{module}.{name}Request",
-                     f"kafka.protocol.{module}.{name}Response", upgrade, downgrade)
-
-
 LEGACY_APIS: dict[int, LegacyApi] = {api.api_key: api for api in (
-    _api(0, 0, 3, "producer.produce", "Produce", upgrade=_produce_up),
-    _api(1, 0, 4, "consumer.fetch", "Fetch", downgrade=_fetch_down),
-    _api(2, 0, 1, "consumer.offsets", "ListOffsets", downgrade=_list_offsets_down),
-    _api(8, 0, 2, "consumer.group", "OffsetCommit", upgrade=_offset_commit_up),
-    _api(9, 0, 1, "consumer.group", "OffsetFetch"),
-    _api(19, 0, 2, "admin.topics", "CreateTopics"),
-    _api(20, 0, 1, "admin.topics", "DeleteTopics"),
-    _api(29, 0, 1, "admin.acl", "DescribeAcls"),
-    _api(30, 0, 1, "admin.acl", "CreateAcls"),
-    _api(31, 0, 1, "admin.acl", "DeleteAcls"),
-    _api(32, 0, 1, "admin.configs", "DescribeConfigs", downgrade=_describe_configs_down),
+    LegacyApi(0, 0, 3, upgrade=_produce_up),  # Produce
+    LegacyApi(1, 0, 4, downgrade=_fetch_down),  # Fetch
+    LegacyApi(2, 0, 1, downgrade=_list_offsets_down),  # ListOffsets
+    LegacyApi(8, 0, 2, upgrade=_offset_commit_up),  # OffsetCommit
+    LegacyApi(9, 0, 1),  # OffsetFetch
+    LegacyApi(19, 0, 2),  # CreateTopics
+    LegacyApi(20, 0, 1),  # DeleteTopics
+    LegacyApi(29, 0, 1),  # DescribeAcls
+    LegacyApi(30, 0, 1),  # CreateAcls
+    LegacyApi(31, 0, 1),  # DeleteAcls
+    LegacyApi(32, 0, 1, downgrade=_describe_configs_down),  # DescribeConfigs
 )}
 """API key -> its removed versions, by Kafka 3.9's schemas (``validVersions``) and kio's."""
 
 
-@cache
-def _message_class(path: str) -> Any:
-    return resolve_name(path)
+def _message_class(api: LegacyApi, request: bool) -> Any:
+    """kafka-python's message class (imported on first use: ``serve`` does not import
+    kafka-python unless a client sends one of these versions)."""
+    from .reference import kafka_python_classes
+
+    return kafka_python_classes()[(api.api_key, request)]
 
 
 def _decode(cls: Any, data: memoryview, version: int) -> Any:
@@ -145,7 +138,7 @@ def _decode(cls: Any, data: memoryview, version: int) -> Any:
 def upgrade_request(api: LegacyApi, frame: bytes | memoryview) -> Upgraded:
     """An old version's request frame as a request of the base version."""
     header, offset = parse_request_header(frame, 1)  # every removed version has header v1
-    old = _decode(_message_class(api.request_class), memoryview(frame)[offset:],
+    old = _decode(_message_class(api, True), memoryview(frame)[offset:],
                   header.api_version)
     try:
         extras = api.upgrade(old, header.api_version) if api.upgrade is not None else {}
@@ -153,7 +146,7 @@ def upgrade_request(api: LegacyApi, frame: bytes | memoryview) -> Upgraded:
     except MalformedFrame:
         raise
     except Exception as exc:
-        raise MalformedFrame(f"{api_name_of(api)} v{header.api_version}: {exc}") from exc
+        raise MalformedFrame(f"{api_name(api.api_key)} v{header.api_version}: {exc}") from exc
     body = decode_body(schema(api.api_key, api.base), data, 0)
     base_header = RequestHeader(header.api_key, api.base, header.correlation_id,
                                 header.client_id, header.header_version)
@@ -166,7 +159,7 @@ def downgrade_response(api: LegacyApi, version: int, request: Any, frame: bytes)
     if not frame:
         return frame
     _, correlation_id = _FRAME_HEAD.unpack_from(frame, 0)
-    answer = _decode(_message_class(api.response_class), memoryview(frame)[8:], api.base)
+    answer = _decode(_message_class(api, False), memoryview(frame)[8:], api.base)
     if api.downgrade is not None:
         api.downgrade(answer, version, request)
     body = bytes(answer.encode(version=version))
@@ -179,12 +172,8 @@ def encode_legacy_request(api: LegacyApi, version: int, body: Any, correlation_i
     holds (for tests, the fuzz soak and tools)."""
     base = encode_request(body, correlation_id, client_id)
     _, offset = parse_request_header(memoryview(base)[4:], 1)
-    message = _decode(_message_class(api.request_class), memoryview(base)[4 + offset:],
+    message = _decode(_message_class(api, True), memoryview(base)[4 + offset:],
                       api.base)
     message.with_header(correlation_id=correlation_id, client_id=client_id)
     data = bytes(message.encode(version=version, header=True))
     return _SIZE.pack(len(data)) + data
-
-
-def api_name_of(api: LegacyApi) -> str:
-    return api.request_class.rsplit(".", 1)[1].removesuffix("Request")

@@ -9,11 +9,10 @@ at its own offset, as Kafka's ``LazyDownConversionRecords``.
 
 from __future__ import annotations
 
-from kafka.record.default_records import DefaultRecordBatchBuilder
-from kafka.record.legacy_records import LegacyRecordBatchBuilder
-from kafka.record.memory_records import MemoryRecords
-
 from .errors import MalformedFrame
+
+# kafka-python is imported on first use: ``serve`` does not import it unless a client sends one
+# of these versions (importing ``kafka`` imports its clients too).
 
 NO_TIMESTAMP = -1
 _UNBOUNDED = 1 << 31
@@ -32,6 +31,9 @@ def to_record_batch(message_set: bytes | None) -> bytes | None:
 
 
 def _up_converted(message_set: bytes) -> bytes:
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+    from kafka.record.memory_records import MemoryRecords
+
     try:
         records = MemoryRecords(bytes(message_set))
         builder = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=False,
@@ -66,6 +68,9 @@ def to_message_set(batches: bytes | None, magic: int, first_offset: int = 0) -> 
     left out, a partial batch at the end too."""
     if not batches:
         return batches
+    from kafka.record.legacy_records import LegacyRecordBatchBuilder
+    from kafka.record.memory_records import MemoryRecords
+
     records = MemoryRecords(bytes(batches))
     builder = LegacyRecordBatchBuilder(magic=magic, compression_type=0, batch_size=_UNBOUNDED)
     while records.has_next():

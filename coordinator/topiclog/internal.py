@@ -17,9 +17,6 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from kafka.record.default_records import DefaultRecordBatchBuilder
-from kafka.record.util import calc_crc32c
-
 from storage.records.kafka_format import FORMS, kafka_form
 
 NO_TIMESTAMP = -1
@@ -38,6 +35,7 @@ def _empty_batch(timestamp: int) -> bytearray:
 
 def _covering(batch: bytearray, base: int, last_delta: int) -> bytes:
     """``batch`` at offset ``base``, its last offset ``base + last_delta`` (CRC recomputed)."""
+    from kafka.record.util import calc_crc32c
     batch[0:8] = base.to_bytes(8, "big", signed=True)
     batch[_LAST_OFFSET_DELTA] = last_delta.to_bytes(4, "big", signed=True)
     batch[_CRC] = calc_crc32c(memoryview(batch)[_CRC_FROM:]).to_bytes(4, "big")
@@ -115,6 +113,9 @@ class InternalPartitionLog:
         record when ``min_one``). Its last offset is that of the last record read, of the
         topic or not, as a compacted batch keeps its last offset: a reader moves past records
         the topic does not show, an empty batch if none it shows."""
+        # kafka-python's batch writer, imported on first use (``serve`` does not import it)
+        from kafka.record.default_records import DefaultRecordBatchBuilder
+
         builder: DefaultRecordBatchBuilder | None = None
         shown = 0
         base = last = -1
