@@ -17,6 +17,7 @@ from . import (
     create_topics,
     delete_acls,
     delete_groups,
+    delete_records,
     delete_share_group_offsets,
     delete_topics,
     describe_acls,
@@ -68,6 +69,7 @@ def build_registry(legacy_versions: bool = True) -> ApiRegistry:
     registry.register(ApiKey.CREATE_TOPICS, 2, 7, create_topics.handle)
     registry.register(ApiKey.DELETE_TOPICS, 1, 6, delete_topics.handle)
     registry.register(ApiKey.CREATE_PARTITIONS, 0, 3, create_partitions.handle)
+    registry.register(ApiKey.DELETE_RECORDS, 0, 2, delete_records.handle)
     registry.register(ApiKey.DESCRIBE_CLUSTER, 0, 2, describe_cluster.handle)
     registry.register(ApiKey.DESCRIBE_CONFIGS, 1, 4, describe_configs.handle)
     registry.register(ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, 1, incremental_alter_configs.handle)
