@@ -24,6 +24,8 @@ from . import (
     describe_cluster,
     describe_configs,
     describe_groups,
+    describe_log_dirs,
+    describe_producers,
     describe_share_group_offsets,
     describe_transactions,
     describe_user_scram_credentials,
@@ -70,6 +72,8 @@ def build_registry(legacy_versions: bool = True) -> ApiRegistry:
     registry.register(ApiKey.DELETE_TOPICS, 1, 6, delete_topics.handle)
     registry.register(ApiKey.CREATE_PARTITIONS, 0, 3, create_partitions.handle)
     registry.register(ApiKey.DELETE_RECORDS, 0, 2, delete_records.handle)
+    registry.register(ApiKey.DESCRIBE_LOG_DIRS, 1, 5, describe_log_dirs.handle)
+    registry.register(ApiKey.DESCRIBE_PRODUCERS, 0, 0, describe_producers.handle)
     registry.register(ApiKey.DESCRIBE_CLUSTER, 0, 2, describe_cluster.handle)
     registry.register(ApiKey.DESCRIBE_CONFIGS, 1, 4, describe_configs.handle)
     registry.register(ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, 1, incremental_alter_configs.handle)
