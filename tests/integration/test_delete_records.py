@@ -7,10 +7,12 @@ import time
 import uuid
 from pathlib import Path
 
+import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
-from kafka import KafkaAdminClient
+from kafka import KafkaAdminClient, KafkaConsumer
 from kafka import TopicPartition as KafkaTopicPartition
+from kafka.errors import OffsetOutOfRangeError
 
 from tests.harness import ServerProcess
 
@@ -77,6 +79,18 @@ def test_delete_records_moves_the_low_watermark_durably(tmp_path: Path) -> None:
         server.restart()  # SIGKILL, then the same store
         assert watermarks(server, topic) == (7, 10)
         assert first_consumed(server, topic) == 7
+        # a fetch below the log start: OFFSET_OUT_OF_RANGE (no reset policy to hide it)
+        below = KafkaConsumer(bootstrap_servers=server.bootstrap, auto_offset_reset="none")
+        try:
+            partition = KafkaTopicPartition(topic, 0)
+            below.assign([partition])
+            below.seek(partition, 2)
+            with pytest.raises(OffsetOutOfRangeError):
+                deadline = time.monotonic() + 15
+                while time.monotonic() < deadline:
+                    below.poll(timeout_ms=500)
+        finally:
+            below.close()
     finally:
         server.stop()
         server.kill()
