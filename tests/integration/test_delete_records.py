@@ -43,7 +43,9 @@ def first_consumed(server: ServerProcess, topic: str) -> int:
         while time.monotonic() < deadline:
             message = consumer.poll(0.5)
             if message is not None and message.error() is None:
-                return int(message.offset())
+                offset = message.offset()
+                assert offset is not None
+                return offset
         raise AssertionError("nothing consumed")
     finally:
         consumer.close()
