@@ -82,7 +82,8 @@ def test_delete_records_moves_the_low_watermark_durably(tmp_path: Path) -> None:
         assert watermarks(server, topic) == (7, 10)
         assert first_consumed(server, topic) == 7
         # a fetch below the log start: OFFSET_OUT_OF_RANGE (no reset policy to hide it)
-        below = KafkaConsumer(bootstrap_servers=server.bootstrap, auto_offset_reset="none")
+        below = KafkaConsumer(bootstrap_servers=server.bootstrap,
+                              auto_offset_reset="none")  # type: ignore[arg-type]  # served, untyped
         try:
             partition = KafkaTopicPartition(topic, 0)
             below.assign([partition])

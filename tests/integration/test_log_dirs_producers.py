@@ -26,7 +26,7 @@ def server(tmp_path: Path) -> Iterator[ServerProcess]:
 def test_describe_log_dirs_gives_each_partitions_size(server: ServerProcess) -> None:
     topic = f"sized-{uuid.uuid4().hex[:6]}"
     producer = Producer({"bootstrap.servers": server.bootstrap})
-    for i in range(50):
+    for _ in range(50):
         producer.produce(topic, b"x" * 100, partition=0)
     assert producer.flush(15) == 0
     admin = KafkaAdminClient(bootstrap_servers=server.bootstrap)
