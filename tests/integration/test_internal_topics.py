@@ -192,6 +192,41 @@ def test_transaction_state_holds_a_transactional_producers_state(server: ServerP
     assert statuses[-1] == 4 and 0 in statuses  # Empty ... CompleteCommit
 
 
+def test_transactional_offset_commits_appear_once_committed(server: ServerProcess) -> None:
+    """A read_committed reader of __consumer_offsets (kcat's isolation level) sees a
+    transaction's offset commit once it commits, and an aborted one never."""
+    topic, group = f"eos-{uuid.uuid4().hex[:6]}", f"eos-{uuid.uuid4().hex[:6]}"
+    produce(server, topic, 4)
+    consumer = Consumer({"bootstrap.servers": server.bootstrap, "group.id": group,
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    producer = Producer({"bootstrap.servers": server.bootstrap,
+                         "transactional.id": f"tx-{group}"})
+    try:
+        consumer.subscribe([topic])
+        deadline = time.monotonic() + 30
+        while not consumer.assignment() and time.monotonic() < deadline:
+            consumer.poll(0.5)
+        producer.init_transactions(15)
+        for offset, commit in ((2, False), (3, True)):
+            producer.begin_transaction()
+            producer.send_offsets_to_transaction([TopicPartition(topic, 0, offset)],
+                                                 consumer.consumer_group_metadata(), 15)
+            if commit:
+                producer.commit_transaction(15)
+            else:
+                producer.abort_transaction(15)
+    finally:
+        consumer.close()
+
+    def committed() -> list[int]:
+        found = [decoded[3] for _, _, key, value in kcat_records(
+                     server, "__consumer_offsets", "-X", "isolation.level=read_committed")
+                 if (decoded := offset_commit(key, value)) is not None and decoded[0] == group]
+        return found if 3 in found else []
+
+    assert wait_until(committed, timeout=15) == [3]  # never the aborted 2
+
+
 def test_restart_keeps_the_internal_topics(tmp_path: Path) -> None:
     process = ServerProcess(tmp_path / "data", {}).start()
     try:
