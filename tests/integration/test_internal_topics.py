@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+from kafka import KafkaConsumer, OffsetAndMetadata
+from kafka import TopicPartition as KafkaTopicPartition
 
 from tests.harness import ServerProcess, wait_until
 
@@ -225,6 +227,43 @@ def test_transactional_offset_commits_appear_once_committed(server: ServerProces
         return found if 3 in found else []
 
     assert wait_until(committed, timeout=15) == [3]  # never the aborted 2
+
+
+def test_a_reader_after_compaction_sees_every_keys_latest_commit(tmp_path: Path) -> None:
+    """What the cleaner leaves is what a reader sees: after compaction dropped records, reading
+    ``__consumer_offsets`` from its start gives every partition's latest commit, and fewer
+    records than were written."""
+    process = ServerProcess(tmp_path / "data", {
+        "offsets.topic.num.partitions": "2", "offsets.topic.segment.bytes": "4096",
+        "log.cleaner.backoff.ms": "200"}).start().wait_loaded()
+    try:
+        topic = f"compacted-{uuid.uuid4().hex[:6]}"
+        admin = AdminClient({"bootstrap.servers": process.bootstrap})
+        admin.create_topics([NewTopic(topic, 3, 1)])[topic].result(10)
+        consumer = KafkaConsumer(bootstrap_servers=process.bootstrap, group_id="compacted",
+                                 enable_auto_commit=False)
+        try:
+            partitions = [KafkaTopicPartition(topic, p) for p in range(3)]
+            consumer.assign(partitions)
+            for r in range(120):
+                consumer.commit({tp: OffsetAndMetadata(10 * r + tp.partition, "", -1)
+                                 for tp in partitions}, timeout_ms=10000)
+        finally:
+            consumer.close(autocommit=False)
+
+        def compacted() -> bool:
+            return any(e.get("event") == "log_compacted"
+                       and e["records_after"] < e["records_before"] for e in process.events)
+
+        wait_until(compacted, timeout=20, message="a compaction that dropped records")
+        commits = [decoded for _, _, key, value in kcat_records(process, "__consumer_offsets")
+                   if (decoded := offset_commit(key, value)) is not None]
+        latest = {(t, p): offset for _, t, p, offset in commits}
+        assert latest == {(topic, p): 10 * 119 + p for p in range(3)}
+        assert len(commits) < 120 * 3
+    finally:
+        process.stop()
+        process.kill()
 
 
 def test_restart_keeps_the_internal_topics(tmp_path: Path) -> None:
