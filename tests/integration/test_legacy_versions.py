@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.protocol.admin.configs import DescribeConfigsRequest, DescribeConfigsResponse
 from kafka.protocol.admin.topics import (
     CreateTopicsRequest,
     CreateTopicsResponse,
@@ -247,6 +248,20 @@ def test_classic_group_commits_with_offset_commit_v1_and_consumes_with_fetch_v2(
         got = records_of(answer.responses[0].partitions[0].records)
         assert [(offset, magic, value) for offset, magic, value in got] == [
             (2, 1, b"c"), (3, 1, b"d")]
+
+
+def test_describe_configs_v0_answers_is_default(server: ServerProcess) -> None:
+    resource = DescribeConfigsRequest.DescribeConfigsResource
+    with WireClient(server.bootstrap) as client:
+        answer = old_request(client, DescribeConfigsRequest(resources=[resource(
+            resource_type=4, resource_name="1", configuration_keys=None)]), 0,
+            DescribeConfigsResponse)
+    [result] = answer.results
+    assert result.error_code == 0
+    configs = {c.name: c for c in result.configs}
+    assert configs["num.partitions"].is_default
+    assert configs["num.partitions"].value == "1"
+    assert not configs["group.initial.rebalance.delay.ms"].is_default  # set by the fixture
 
 
 def test_kafka_python_pinned_to_0_9_produces_joins_commits_and_consumes(
