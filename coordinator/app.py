@@ -16,6 +16,7 @@ from coordinator.groups.replay import new_shard
 from coordinator.groups.share import env as share_env
 from coordinator.groups.streams import env as streams_env
 from coordinator.groups.topic_changes import TopicChangeListener, refreshers
+from coordinator.metadata import internal_topics
 from coordinator.metadata.broker import Broker
 from coordinator.metadata.image import MetadataImage
 from coordinator.metadata.log import MetadataLog
@@ -69,6 +70,8 @@ class App:
                 acl_records.replay(authorizer, key, value)
 
         self.metadata_log = MetadataLog.open(config.log_dir, image, clock, replay_other)
+        internal_topics.install(image, cluster_id, config["offsets.topic.num.partitions"],
+                                config["offsets.topic.segment.bytes"])
         self._scram_seeds = list(scram_seeds)
         if authorizer is not None:
             log.info("authorizer enabled", acls=len(authorizer),
@@ -90,6 +93,7 @@ class App:
                              authorizer=self.authorizer,
                              scram_credentials=self.scram_credentials)
         self.topic_logs = TopicLogs(Path(config.log_dir), image, config, clock)
+        self.topic_logs.runtime = self.runtime  # the internal topics' partitions
         attach_topic_logs(self.broker, self.topic_logs)
         self.executor = BackgroundExecutor.from_config(config)
         self.offloader = ExecutorOffloader(self.executor, self.runtime)
@@ -120,7 +124,7 @@ class App:
             self.runtime, timeline_records.start, timeline_records.GROUP_OF,
             max_entries=config["timeline.max.events.per.group"],
             topic_name=lambda topic_id: getattr(image.topic_by_id(topic_id), "name", None))
-        self.registry = build_registry()
+        self.registry = build_registry(config["legacy.request.versions.enable"])
         # the control endpoint (fault injection, forced rebalances, the timeline over HTTP)
         self.faults: FaultInjector | None = None
         self.control_server: ControlServer | None = None

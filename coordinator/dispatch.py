@@ -2,7 +2,9 @@
 
 ``Dispatcher.dispatch`` returns the encoded response at once for synchronous handlers, or an
 awaitable of it for asynchronous ones; it raises ``CloseConnection`` when Kafka would close the
-connection (unknown API key, malformed frame, a version we have no schema for). While the
+connection (unknown API key, malformed frame, a version it does not serve). A version Kafka 4.0
+removed (KIP-896) is served through ``protocol/legacy.py`` unless
+``legacy.request.versions.enable`` is off. While the
 control endpoint has a fault rule active, a matching request is answered as the rule says
 (``coordinator/control/faults.py``): an error instead of the handler's answer, a late answer,
 a held heartbeat, or a closed connection.
@@ -23,16 +25,15 @@ from coordinator.observability.logs import get_logger
 from protocol import (
     ErrorCode,
     ProtocolError,
-    Schema,
     api_name,
     encode_response,
     error_response,
     has_field,
-    parse_request_header,
     peek_fixed,
     schema,
 )
 from protocol.encoded import EncodedBody, frame_encoded
+from protocol.legacy import LegacyApi, downgrade_response, upgrade_request
 from protocol.repeated import decode_repeated
 
 from .apis import ApiRegistry, ApiSpec, RequestContext
@@ -59,6 +60,9 @@ class Dispatcher:
                  faults: FaultInjector | None = None) -> None:
         self.broker = broker
         self.registry = registry
+        self.legacy: dict[int, LegacyApi] = registry.legacy
+        """The removed versions served (``legacy.request.versions.enable``), by API key:
+        empty behaves as Kafka 4.x, which closes the connection of such a request."""
         self.faults = faults
         """The control endpoint's fault rules (``coordinator/control/faults.py``), asked about
         every request while one is active; None when the endpoint is off."""
@@ -87,6 +91,9 @@ class Dispatcher:
         if spec is None:
             raise CloseConnection(f"unknown api key {api_key}")
         if not spec.supports(api_version):
+            legacy = self.legacy.get(api_key)
+            if legacy is not None and legacy.serves(api_version):
+                return self._legacy(legacy, spec, frame, connection_id, principal, listener)
             return self._unsupported_version(api_key, api_version, correlation_id, frame)
         try:
             request = decode_repeated(frame)  # decode_request, steady heartbeats kept
@@ -107,6 +114,28 @@ class Dispatcher:
             if injection is not None:
                 return self._inject(injection, spec, ctx, request.body)
         return self._handle(spec, ctx, request.body)
+
+    def _legacy(self, legacy: LegacyApi, spec: ApiSpec, frame: bytes, connection_id: str,
+                principal: str, listener: str) -> bytes | Awaitable[bytes]:
+        """A version Kafka 4.0 removed: served as the codec's oldest version of the API, its
+        answer converted back (``protocol/legacy.py``)."""
+        version = peek_fixed(frame)[1]
+        try:
+            upgraded = upgrade_request(legacy, frame)
+        except ProtocolError as exc:
+            raise CloseConnection(
+                f"malformed {api_name(legacy.api_key)} v{version} request: {exc}") from None
+        header = upgraded.header
+        ctx = RequestContext(header, schema(header.api_key, header.api_version), self.broker,
+                             connection_id, principal, listener, upgraded.extras or None)
+        if self.debug:
+            log.debug("request", connection=connection_id, client_id=header.client_id,
+                      api=api_name(header.api_key), version=version,
+                      correlation_id=header.correlation_id)
+        answer = self._handle(spec, ctx, upgraded.body)
+        if isinstance(answer, bytes):
+            return downgrade_response(legacy, version, upgraded.request, answer)
+        return _downgraded(legacy, version, upgraded.request, answer)
 
     def _handle(self, spec: ApiSpec, ctx: RequestContext, body: Any) -> bytes | Awaitable[bytes]:
         try:
@@ -200,22 +229,16 @@ class Dispatcher:
 
     def _unsupported_version(self, api_key: int, api_version: int, correlation_id: int,
                              frame: bytes) -> bytes:
+        """ApiVersions: the v0-format answer with the ranges; any other API: the connection is
+        closed, as Kafka's SocketServer closes it for a version it has not enabled."""
         if api_key == 18:
             return unsupported_version_frame(self.registry, correlation_id)
-        try:
-            found: Schema = schema(api_key, api_version)
-            parse_request_header(frame, found.request_header_version)
-        except ProtocolError as exc:
-            raise CloseConnection(
-                f"unsupported {api_name(api_key)} version {api_version}: {exc}"
-            ) from None
-        if not has_field(found.response_type, "error_code"):
-            raise CloseConnection(
-                f"unsupported {api_name(api_key)} version {api_version}, and its response has "
-                "no top-level error code"
-            )
-        body: Any = error_response(found.response_type, ErrorCode.unsupported_version)
-        return encode_response(found, correlation_id, body)
+        raise CloseConnection(f"unsupported {api_name(api_key)} version {api_version}")
+
+
+async def _downgraded(legacy: LegacyApi, version: int, request: Any,
+                      answer: Awaitable[bytes]) -> bytes:
+    return downgrade_response(legacy, version, request, await answer)
 
 
 async def _close(reason: str) -> bytes:

@@ -26,6 +26,7 @@ import anyio
 
 from coordinator.config.listeners import Listener
 from coordinator.observability.logs import get_logger
+from coordinator.observability.ratelimit import LogRateLimit
 from coordinator.security.limits import ConnectionQuotas, TooManyConnections
 from coordinator.security.listeners import ListenerSecurity
 from coordinator.security.sasl import Step
@@ -35,6 +36,8 @@ from protocol import api_name, peek_fixed
 from .dispatch import CloseConnection, Dispatcher
 
 log = get_logger("coordinator.server")
+_CLOSE_LOG = LogRateLimit()
+"""Bad-request lines, by API and version (``_log_close``)."""
 
 _SIZE = struct.Struct(">i")
 MAX_IN_FLIGHT = 64
@@ -314,10 +317,19 @@ class Connection:
                 and self.writer.transport.get_write_buffer_size() == 0)
 
     def _log_close(self, frame: bytes, reason: str) -> None:
+        """One line per API and version every 10 s at most (a client retrying a request we
+        close on would write thousands), with the count of those left out."""
+        key: tuple[int, int] | None = None
         fields: dict[str, object] = {"connection": self.id, "reason": reason}
         if len(frame) >= 8:
             api_key, api_version, _ = peek_fixed(frame)
+            key = (api_key, api_version)
             fields.update(api=api_name(api_key), version=api_version)
+        suppressed = _CLOSE_LOG.allow(key)
+        if suppressed is None:
+            return
+        if suppressed:
+            fields["suppressed"] = suppressed
         fields["frame_head"] = frame[:64].hex()
         log.warning("closing connection: bad request", **fields)
 

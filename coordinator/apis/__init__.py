@@ -17,12 +17,15 @@ from . import (
     create_topics,
     delete_acls,
     delete_groups,
+    delete_records,
     delete_share_group_offsets,
     delete_topics,
     describe_acls,
     describe_cluster,
     describe_configs,
     describe_groups,
+    describe_log_dirs,
+    describe_producers,
     describe_share_group_offsets,
     describe_transactions,
     describe_user_scram_credentials,
@@ -58,14 +61,19 @@ from .registry import ApiRegistry, ApiSpec
 __all__ = ["ApiRegistry", "ApiSpec", "RequestContext", "build_registry"]
 
 
-def build_registry() -> ApiRegistry:
-    registry = ApiRegistry()
+def build_registry(legacy_versions: bool = True) -> ApiRegistry:
+    """``legacy_versions``: serve the versions Kafka 4.0 removed, as Kafka 3.9 did
+    (``legacy.request.versions.enable``); False refuses them as Kafka 4.x does."""
+    registry = ApiRegistry(legacy_versions)
     registry.register(ApiKey.API_VERSIONS, 0, 4, api_versions.make_handler(registry))
     registry.register(ApiKey.METADATA, 0, 13, metadata.handle)
     registry.register(ApiKey.FIND_COORDINATOR, 0, 6, find_coordinator.handle)
     registry.register(ApiKey.CREATE_TOPICS, 2, 7, create_topics.handle)
     registry.register(ApiKey.DELETE_TOPICS, 1, 6, delete_topics.handle)
     registry.register(ApiKey.CREATE_PARTITIONS, 0, 3, create_partitions.handle)
+    registry.register(ApiKey.DELETE_RECORDS, 0, 2, delete_records.handle)
+    registry.register(ApiKey.DESCRIBE_LOG_DIRS, 1, 5, describe_log_dirs.handle)
+    registry.register(ApiKey.DESCRIBE_PRODUCERS, 0, 0, describe_producers.handle)
     registry.register(ApiKey.DESCRIBE_CLUSTER, 0, 2, describe_cluster.handle)
     registry.register(ApiKey.DESCRIBE_CONFIGS, 1, 4, describe_configs.handle)
     registry.register(ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, 1, incremental_alter_configs.handle)

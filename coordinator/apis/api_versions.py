@@ -18,7 +18,7 @@ _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 def _api_keys(registry: ApiRegistry, response_type: type) -> tuple[Any, ...]:
     api_version = sys.modules[response_type.__module__].ApiVersion
     return tuple(
-        api_version(api_key=int(spec.key), min_version=spec.min_version,
+        api_version(api_key=int(spec.key), min_version=registry.oldest(spec),
                     max_version=spec.max_version)
         for spec in registry.specs()
     )

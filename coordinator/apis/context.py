@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -35,6 +35,9 @@ class RequestContext:
     SASL user, or ``User:ANONYMOUS`` on a listener without authentication."""
     listener: str = ""
     """The listener the request came in on (``listeners``' name, e.g. ``SASL_SSL``)."""
+    legacy: Mapping[str, Any] | None = None
+    """What a request of a version Kafka 4.0 removed carries that the version it is served as
+    cannot (``protocol/legacy.py``: OffsetCommit v1's ``commit_timestamps``); None otherwise."""
 
     @property
     def version(self) -> int:

@@ -17,6 +17,7 @@ from typing import Any
 from coordinator import topiclog
 from coordinator.security.acl import AclOperation, ResourceType
 from coordinator.topiclog import PartitionLog, TopicLogs
+from coordinator.topiclog.internal import InternalPartitionLog
 from protocol import ErrorCode
 
 from .context import RequestContext
@@ -36,7 +37,7 @@ class Wanted:
     index: int
     fetch_offset: int
     partition_max_bytes: int
-    plog: PartitionLog | None
+    plog: PartitionLog | InternalPartitionLog | None
     error: ErrorCode
 
 
@@ -71,7 +72,7 @@ def _resolve(ctx: RequestContext, logs: TopicLogs, request: Any,
         denied = readable is not None and (topic.name if topic is not None else key) \
             not in readable and not (by_id and topic is None)
         for p in fetch_topic.partitions:
-            plog = logs.get(topic.name, p.partition) if topic is not None else None
+            plog = logs.readable(topic.name, p.partition) if topic is not None else None
             if denied:
                 plog, error = None, ErrorCode.topic_authorization_failed
             elif topic is None:

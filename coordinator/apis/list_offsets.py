@@ -8,6 +8,7 @@ from typing import Any
 from coordinator import topiclog
 from coordinator.security.acl import AclOperation, ResourceType
 from coordinator.topiclog import PartitionLog
+from coordinator.topiclog.internal import InternalPartitionLog
 from coordinator.topiclog.partition import LEADER_EPOCH
 from protocol import ErrorCode
 
@@ -21,7 +22,8 @@ EARLIEST_PENDING_UPLOAD = -5
 NO_TIMESTAMP = -1
 
 
-def _lookup(plog: PartitionLog, target: int, committed: bool = False) -> tuple[int, int]:
+def _lookup(plog: PartitionLog | InternalPartitionLog, target: int, committed: bool = False
+            ) -> tuple[int, int]:
     """(timestamp, offset) for a target timestamp; (-1, -1) when no record qualifies. Latest
     is the last stable offset for read_committed (isolation level 1)."""
     if target == LATEST:
@@ -50,7 +52,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                     error_code=ErrorCode.topic_authorization_failed, timestamp=NO_TIMESTAMP,
                     offset=-1, leader_epoch=-1))
                 continue
-            plog = logs.get(wanted.name, p.partition_index) if topic is not None else None
+            plog = logs.readable(wanted.name, p.partition_index) if topic is not None else None
             if plog is None:
                 partitions.append(ctx.nested(
                     "ListOffsetsPartitionResponse", partition_index=p.partition_index,

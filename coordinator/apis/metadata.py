@@ -13,7 +13,11 @@ from typing import Any
 
 from coordinator.metadata.image import TopicImage
 from coordinator.metadata.topic_admin import TopicError, create_topic
-from coordinator.metadata.topic_names import InvalidTopicName, validate_topic_name
+from coordinator.metadata.topic_names import (
+    INTERNAL_TOPICS,
+    InvalidTopicName,
+    validate_topic_name,
+)
 from coordinator.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from protocol import ErrorCode
 
@@ -66,8 +70,8 @@ def _missing(ctx: RequestContext, request: Any) -> list[str]:
     missing = []
     for wanted in request.topics:
         name = wanted.name
-        if name is None or ctx.broker.image.topic(name) is not None:
-            continue
+        if name is None or name in INTERNAL_TOPICS or ctx.broker.image.topic(name) is not None:
+            continue  # never auto-created: an internal topic is the store's
         try:
             validate_topic_name(name)
         except InvalidTopicName:

@@ -1,4 +1,6 @@
-"""OffsetCommit v2-v10: written as OffsetCommit records through the group's partition.
+"""OffsetCommit v2-v10 (and v0-1, served as v2 by ``protocol/legacy.py``: v0 has no generation,
+v1 carries each partition's commit timestamp): written as OffsetCommit records through the
+group's partition.
 
 v10 (KIP-848 follow-up) names topics by id: they are resolved through the metadata image, and
 an unknown id gets UNKNOWN_TOPIC_ID; the records still key offsets by topic name."""
@@ -42,6 +44,8 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         return _respond(ctx, request, {(_ref(t), p.partition_index):
                                        ErrorCode.group_authorization_failed
                                        for t in request.topics for p in t.partitions})
+    stamps = ctx.legacy["commit_timestamps"] if ctx.legacy is not None else None
+    """OffsetCommit v1's commit timestamps (``protocol/legacy.py``)."""
     readable = ctx.authorized(AclOperation.READ, ResourceType.TOPIC,
                               (_name(broker, t) for t in request.topics))
     for topic in request.topics:
@@ -63,7 +67,8 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             accepted.append(offsets.PartitionCommit(
                 image.name, p.partition_index, p.committed_offset,
                 getattr(p, "committed_leader_epoch", offsets.NO_LEADER_EPOCH),
-                p.committed_metadata))
+                p.committed_metadata,
+                -1 if stamps is None else stamps.get((image.name, p.partition_index), -1)))
     if not request.group_id:
         errors.update({(refs[c.topic], c.partition): ErrorCode.invalid_group_id
                        for c in accepted})

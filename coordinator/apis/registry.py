@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from protocol import ApiKey, known_versions
+from protocol.legacy import LEGACY_APIS, LegacyApi
 
 from .context import RequestContext
 
@@ -25,8 +26,20 @@ class ApiSpec:
 
 
 class ApiRegistry:
-    def __init__(self) -> None:
+    def __init__(self, legacy_versions: bool = True) -> None:
         self._specs: dict[int, ApiSpec] = {}
+        self.legacy: dict[int, LegacyApi] = dict(LEGACY_APIS) if legacy_versions else {}
+        """The versions Kafka 4.0 removed that are served too (``protocol/legacy.py``), by API
+        key; empty when the server behaves as Kafka 4.x."""
+
+    def oldest(self, spec: ApiSpec) -> int:
+        """The oldest version served of the API: what ApiVersions advertises."""
+        legacy = self.legacy.get(spec.key)
+        return spec.min_version if legacy is None else min(legacy.oldest, spec.min_version)
+
+    def versions(self, spec: ApiSpec) -> range:
+        """Every version served of the API, the removed ones included."""
+        return range(self.oldest(spec), spec.max_version + 1)
 
     def register(self, key: ApiKey, min_version: int, max_version: int, handler: Handler) -> None:
         codec = known_versions(key)

@@ -67,6 +67,11 @@ BROKER_CONFIGS: tuple[ConfigDef, ...] = (
               importance=Importance.HIGH),
     ConfigDef("advertised.listeners", LIST, None,
               "Listeners to publish to clients if different from the listeners config."),
+    ConfigDef("legacy.request.versions.enable", BOOL, True,
+              "Serve the request versions Kafka 3.9 served and Kafka 4.0 removed (KIP-896: "
+              "Produce v0-2, Fetch v0-3, ListOffsets v0, OffsetCommit v0-1, OffsetFetch v0, "
+              "CreateTopics v0-1, DeleteTopics v0, DescribeConfigs v0, the ACL APIs' v0), as "
+              "Kafka 3.9 does; false refuses them as Kafka 4.x does (the connection is closed)."),
     ConfigDef("socket.request.max.bytes", INT, 104857600,
               "The maximum number of bytes in a socket request.", at_least=1),
     ConfigDef("connections.max.idle.ms", LONG, 600000,

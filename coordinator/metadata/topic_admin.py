@@ -17,7 +17,7 @@ from protocol import ErrorCode
 from .broker import Broker
 from .image import TopicImage
 from .log import topic_record
-from .topic_names import InvalidTopicName, validate_topic_name
+from .topic_names import INTERNAL_TOPICS, InvalidTopicName, validate_topic_name
 
 log = get_logger("coordinator.topic_admin")
 
@@ -107,6 +107,9 @@ async def create_topic(
         raise TopicError(ErrorCode.invalid_topic_exception, str(exc)) from None
     if broker.image.topic(name) is not None:
         raise TopicError(ErrorCode.topic_already_exists, f"Topic '{name}' already exists.")
+    if name in INTERNAL_TOPICS:  # deleted: still never a data topic
+        raise TopicError(ErrorCode.invalid_request,
+                         f"Creation of internal topic {name} is prohibited.")
     collision = broker.image.colliding_topic(name)
     if collision is not None:
         raise TopicError(ErrorCode.invalid_topic_exception,

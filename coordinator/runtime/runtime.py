@@ -315,6 +315,14 @@ class CoordinatorRuntime:
     def state(self, index: int) -> PartitionState:
         return self.partitions[index].state
 
+    def durable_log(self, index: int) -> tuple[PartitionLog, int] | None:
+        """An active partition's log and the offset it is durable to (what readers of the
+        internal topics may see); None while it loads or after it failed."""
+        partition = self.partitions[index]
+        if partition.state is not PartitionState.ACTIVE or partition.log is None:
+            return None
+        return partition.log, partition.durable
+
     def _active(self, index: int) -> _Partition:
         partition = self.partitions[index]
         if partition.state is PartitionState.LOADING:

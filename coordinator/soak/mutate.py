@@ -12,10 +12,9 @@ import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import protocol
 from protocol.header import uvarint
 
-from .corpus import Served, random_body
+from .corpus import Served, random_request
 
 __all__ = ["MAX_BYTES", "Frame", "batch", "make_frame"]
 
@@ -132,8 +131,7 @@ def make_frame(rng: random.Random, corpus: Sequence[Served], correlation_id: int
         payload += rng.randbytes(rng.randint(0, 200))
         return Frame(_SIZE.pack(len(payload)) + payload, correlation_id, True)
     api_key, version = corpus[rng.randrange(len(corpus))]
-    data = bytearray(protocol.encode_request(random_body(rng, api_key, version),
-                                             correlation_id, "fuzz"))
+    data = bytearray(random_request(rng, api_key, version, correlation_id, "fuzz"))
     if choice == "valid":
         return Frame(bytes(data), correlation_id, False)
     for _ in range(rng.choice((1, 1, 2, 3))):

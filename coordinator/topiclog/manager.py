@@ -21,9 +21,11 @@ from typing import Any
 from coordinator.config import ServerConfig
 from coordinator.config.definitions import TOPIC_CONFIGS_BY_NAME
 from coordinator.metadata.image import ChangeKind, MetadataImage, TopicChange, TopicImage
+from coordinator.metadata.topic_names import INTERNAL_TOPICS
 from coordinator.observability.logs import get_logger
 from coordinator.runtime.clock import Clock, SystemClock
 
+from .internal import InternalPartitionLog, internal_log
 from .partition import (
     LogConfig,
     PartitionLog,
@@ -54,6 +56,8 @@ class TopicLogs:
         self.flush_interval_ms: int = config["coordinator.log.flush.interval.ms"]
         self.producer_ids = ProducerIdManager(log_dir)
         self._logs: dict[tuple[str, int], PartitionLog] = {}
+        self.runtime: Any = None
+        """The coordinator runtime, whose store the internal topics are read from."""
         self._appended: asyncio.Event | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._remove_stale_directories()
@@ -104,6 +108,15 @@ class TopicLogs:
     # ------------------------------------------------------------------ reads
     def get(self, topic: str, partition: int) -> PartitionLog | None:
         return self._logs.get((topic, partition))
+
+    def readable(self, topic: str, partition: int) -> PartitionLog | InternalPartitionLog | None:
+        """What Fetch and ListOffsets read: a data topic's log, or an internal topic's
+        partition served from the coordinator store (None while it loads)."""
+        plog = self._logs.get((topic, partition))
+        if plog is not None or topic not in INTERNAL_TOPICS:
+            return plog
+        view = internal_log(self.runtime, topic, partition)
+        return view if view is not None and view.available else None
 
     def log_end_offset(self, topic: str, partition: int) -> int | None:
         """The log end offset (= high watermark) of a partition, or None if it has no log."""

@@ -48,6 +48,9 @@ log = get_logger("coordinator.topiclog")
 
 _SEGMENT_RE = re.compile(r"^(\d{20})\.log$")
 PARTITION_METADATA = "partition.metadata"
+LOG_START_OFFSET = "log-start-offset"
+"""The log start offset DeleteRecords moved (Kafka's ``log-start-offset-checkpoint``), one
+per partition directory, written aside, fsynced and renamed."""
 LEADER_EPOCH = 0  # the epoch Metadata gives for every partition
 
 
@@ -90,6 +93,8 @@ class PartitionLog:
         self.producers = ProducerState()
         self.transactions = TransactionIndex()
         self._durable = 0
+        self._start_offset = 0
+        """Where DeleteRecords moved the log start (0: the first segment's base offset)."""
         self._dir_unsynced = False  # a segment file was created whose entry is not fsynced
         self._flushing: asyncio.Future[None] | None = None
         self.closed = False
@@ -134,6 +139,7 @@ class PartitionLog:
             segments.append(Segment(0, directory / segment_name(0), exists=False))
         plog.segments = segments
         plog._durable = plog.log_end_offset
+        plog._start_offset = min(_read_start_offset(directory), plog.log_end_offset)
         return plog
 
     # ------------------------------------------------------------------ offsets
@@ -151,7 +157,7 @@ class PartitionLog:
 
     @property
     def log_start_offset(self) -> int:
-        return self.segments[0].base_offset
+        return max(self.segments[0].base_offset, self._start_offset)
 
     @property
     def size_bytes(self) -> int:
@@ -433,11 +439,32 @@ class PartitionLog:
                     break
                 excess -= segment.size
                 deletable += 1
-        if not deletable:
+        return self._delete_first(deletable)
+
+    def delete_records_before(self, offset: int) -> int:
+        """DeleteRecords: the log start offset moves to ``offset`` (never back; at most the
+        high watermark, which the caller checks), durably before this returns; the segments
+        wholly below it are deleted. Returns the new log start offset (the low watermark)."""
+        if offset <= self.log_start_offset:
+            return self.log_start_offset
+        _write_start_offset(self.directory, offset)
+        self._start_offset = offset
+        below = 0
+        while below + 1 < len(self.segments) and self.segments[below + 1].base_offset <= offset:
+            below += 1
+        self._delete_first(below)
+        self.transactions.truncate_before(self.log_start_offset)
+        log.info("topic log start moved", topic=self.topic, partition=self.partition,
+                 log_start_offset=self.log_start_offset)
+        return self.log_start_offset
+
+    def _delete_first(self, count: int) -> int:
+        """Delete the ``count`` oldest segments (all of them: a new empty one is rolled first)."""
+        if not count:
             return 0
-        if deletable == len(self.segments):
+        if count == len(self.segments):
             self._roll()
-        doomed, self.segments = self.segments[:deletable], self.segments[deletable:]
+        doomed, self.segments = self.segments[:count], self.segments[count:]
         for segment in doomed:
             segment.close()
             segment.path.unlink(missing_ok=True)
@@ -481,6 +508,26 @@ def write_partition_metadata(directory: Path, topic_id: uuid.UUID) -> None:
     if path.exists() and path.read_text() == text:
         return
     path.write_text(text)
+
+
+def _write_start_offset(directory: Path, offset: int) -> None:
+    path = directory / LOG_START_OFFSET
+    aside = path.with_suffix(".tmp")
+    fd = os.open(aside, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        os.write(fd, f"{offset}\n".encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(aside, path)
+    fsync_dir(directory)
+
+
+def _read_start_offset(directory: Path) -> int:
+    try:
+        return max(0, int((directory / LOG_START_OFFSET).read_text().strip() or 0))
+    except (OSError, ValueError):
+        return 0
 
 
 def read_partition_topic_id(directory: Path) -> str | None:

@@ -109,6 +109,13 @@ class ProducerState:
             header.base_sequence, header.last_sequence, first_offset,
             first_offset + header.last_offset_delta, header.max_timestamp))
 
+    def active(self) -> list[tuple[int, int, int, int]]:
+        """(producer id, epoch, last sequence, last batch's timestamp) of each producer with a
+        batch in the log (DescribeProducers)."""
+        return [(pid, entry.epoch, entry.last_seq,
+                 entry.batches[-1].timestamp if entry.batches else -1)
+                for pid, entry in self._entries.items()]
+
     def __len__(self) -> int:
         return len(self._entries)
 

@@ -32,6 +32,7 @@ from coordinator.config.definitions import BROKER_CONFIGS_BY_NAME, TOPIC_CONFIGS
 from coordinator.groups.common.group_configs import GROUP_CONFIG_NAMES
 from coordinator.groups.common.group_configs import definition as group_config
 from protocol import ErrorCode
+from protocol.legacy import LEGACY_APIS
 from tests.harness import ServerProcess
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -102,12 +103,23 @@ def kafka_name(key_name: str) -> str:
 
 
 def test_what_it_serves_is_exactly_what_the_registry_advertises() -> None:
-    registry = {normalised(spec.key.name): (spec.min_version, spec.max_version)
-                for spec in build_registry().specs()}
+    served = build_registry()
+    registry = {normalised(spec.key.name): (served.oldest(spec), spec.max_version)
+                for spec in served.specs()}
     readme = {normalised(name): (low, high) for name, (low, high, _) in served_in_readme().items()}
     assert sorted(registry.keys() - readme.keys()) == [], "served but missing from the README"
     assert sorted(readme.keys() - registry.keys()) == [], "in the README but not served"
     assert readme == registry
+
+
+def test_the_removed_versions_served_are_named_with_their_ranges() -> None:
+    text = " ".join(section("What it serves").split())
+    for legacy in LEGACY_APIS.values():
+        name = kafka_name(protocol.ApiKey(legacy.api_key).name)
+        last = legacy.base - 1
+        versions = str(last) if last == legacy.oldest else f"{legacy.oldest}{EN_DASH}{last}"
+        assert f"{name} {versions}" in text, f"{name} {versions}"
+    assert "legacy.request.versions.enable=false" in text
 
 
 def test_what_it_serves_uses_kafkas_api_names() -> None:

@@ -59,6 +59,14 @@ def test_a_manual_assignment_commit_writes_one_record_per_partition() -> None:
     assert state.get("g", "orders", 1) == CommittedOffset(20, 3, "m", NOW, -1)
 
 
+def test_an_offset_commit_v1_timestamp_is_kept_and_minus_one_means_now() -> None:
+    stamped = PartitionCommit("orders", 0, 5, NO_LEADER_EPOCH, "", commit_timestamp=1234)
+    result = commit(OffsetsState(), request(stamped, part(1, 6), version=1), NOW, MAX_METADATA,
+                    False)
+    assert [value.commit_timestamp for _, value in result.records if value is not None] == [
+        1234, NOW]
+
+
 def test_null_metadata_is_stored_as_empty() -> None:
     result = commit(OffsetsState(), request(part(0, 1, metadata=None)), NOW, MAX_METADATA, False)
     [(_key, value)] = result.records

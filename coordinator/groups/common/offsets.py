@@ -37,6 +37,8 @@ class PartitionCommit:
     offset: int
     leader_epoch: int
     metadata: str | None
+    commit_timestamp: int = -1
+    """OffsetCommit v1's commit timestamp; -1 (every later version): the time of the commit."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,7 +175,9 @@ def commit(state: OffsetsState, request: OffsetCommit, now_ms: int, max_metadata
         records.append((OffsetCommitKey(group=request.group_id, topic=p.topic,
                                         partition=p.partition),
                         OffsetCommitValue(offset=p.offset, leader_epoch=p.leader_epoch,
-                                          metadata=metadata, commit_timestamp=now_ms,
+                                          metadata=metadata,
+                                          commit_timestamp=now_ms if p.commit_timestamp == -1
+                                          else p.commit_timestamp,
                                           expire_timestamp=expire)))
         errors[(p.topic, p.partition)] = ErrorCode.none
     return Result(records, errors)

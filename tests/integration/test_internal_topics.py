@@ -1,0 +1,280 @@
+"""Kafka's internal topics as Kafka shows them: listed by Metadata with the internal flag and the
+store's partition count, never auto-created, refused to Produce and CreateTopics, and readable
+with Fetch and ListOffsets in Kafka's record serialization (what kcat and lag checkers read)."""
+
+from __future__ import annotations
+
+import shutil
+import struct
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+from kafka import KafkaConsumer, OffsetAndMetadata
+from kafka import TopicPartition as KafkaTopicPartition
+
+from tests.harness import ServerProcess, wait_until
+
+KCAT = shutil.which("kcat")
+INTERNAL = {"__consumer_offsets", "__transaction_state", "__share_group_state"}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    process = ServerProcess(tmp_path_factory.mktemp("internal") / "data",
+                            {"group.initial.rebalance.delay.ms": "0"}).start()
+    try:
+        yield process
+    finally:
+        process.stop()
+        process.kill()
+
+
+def kcat_records(server: ServerProcess, topic: str, *extra: str
+                 ) -> list[tuple[int, int, bytes, bytes | None]]:
+    """(partition, offset, key, value) of every record kcat reads from ``topic``."""
+    assert KCAT is not None, "kcat is installed by the Makefile's SYSTEM_DEPS"
+    done = subprocess.run([KCAT, "-b", server.bootstrap, "-C", "-t", topic, "-e", "-q",
+                           "-f", "%p %o %K %S\n%k%s", *extra],
+                          capture_output=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    out, data, pos = [], done.stdout, 0
+    while pos < len(data):
+        end = data.index(b"\n", pos)
+        partition, offset, key_size, value_size = (int(x) for x in data[pos:end].split())
+        pos = end + 1
+        key = data[pos:pos + max(key_size, 0)]
+        pos += max(key_size, 0)
+        value = None if value_size < 0 else data[pos:pos + value_size]
+        pos += max(value_size, 0)
+        out.append((partition, offset, key, value))
+    return out
+
+
+def _string(data: bytes, pos: int) -> tuple[str, int]:
+    (size,) = struct.unpack_from(">h", data, pos)
+    return data[pos + 2:pos + 2 + size].decode(), pos + 2 + size
+
+
+def offset_commit(key: bytes, value: bytes | None) -> tuple[str, str, int, int] | None:
+    """(group, topic, partition, offset) of an OffsetCommit record in Kafka's format (key
+    version 1, value v1 or v3), as Burrow decodes it; None for other records."""
+    (version,) = struct.unpack_from(">h", key, 0)
+    if version not in (0, 1) or value is None:
+        return None
+    group, pos = _string(key, 2)
+    topic, pos = _string(key, pos)
+    (partition,) = struct.unpack_from(">i", key, pos)
+    value_version, offset = struct.unpack_from(">hq", value, 0)
+    assert value_version in (1, 3)
+    return group, topic, partition, offset
+
+
+def consume_and_commit(server: ServerProcess, group: str, topic: str, count: int) -> None:
+    consumer = Consumer({"bootstrap.servers": server.bootstrap, "group.id": group,
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    try:
+        consumer.subscribe([topic])
+        got = 0
+        deadline = time.monotonic() + 30
+        while got < count and time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is not None and message.error() is None:
+                got += 1
+        assert got == count
+        consumer.commit(asynchronous=False)
+    finally:
+        consumer.close()
+
+
+def produce(server: ServerProcess, topic: str, count: int) -> None:
+    producer = Producer({"bootstrap.servers": server.bootstrap})
+    for i in range(count):
+        producer.produce(topic, b"value-%d" % i)
+    assert producer.flush(15) == 0
+
+
+def test_metadata_lists_the_internal_topics_and_never_creates_them(
+        server: ServerProcess) -> None:
+    admin = AdminClient({"bootstrap.servers": server.bootstrap})
+    listing = admin.list_topics(timeout=10)
+    assert INTERNAL <= set(listing.topics)
+    for name in INTERNAL:
+        assert len(listing.topics[name].partitions) == 50  # offsets.topic.num.partitions
+    # a Metadata request naming it (auto-creation on) finds it as it is
+    assert len(admin.list_topics("__consumer_offsets", timeout=10)
+               .topics["__consumer_offsets"].partitions) == 50
+    created = admin.create_topics([NewTopic("__consumer_offsets", 1, 1)])
+    with pytest.raises(KafkaException) as refused:
+        created["__consumer_offsets"].result(10)
+    assert refused.value.args[0].name() == "TOPIC_ALREADY_EXISTS"
+
+
+def test_produce_to_an_internal_topic_is_refused(server: ServerProcess) -> None:
+    errors: list[str] = []
+    producer = Producer({"bootstrap.servers": server.bootstrap, "message.timeout.ms": 5000})
+    producer.produce("__consumer_offsets", b"x", partition=0,
+                     on_delivery=lambda err, msg: errors.append(err.name() if err else "ok"))
+    producer.flush(10)
+    assert errors == ["TOPIC_EXCEPTION"]  # librdkafka's name of INVALID_TOPIC_EXCEPTION (17)
+
+
+def test_kcat_lists_a_groups_offset_commits(server: ServerProcess) -> None:
+    topic, group = f"orders-{uuid.uuid4().hex[:6]}", f"lagged-{uuid.uuid4().hex[:6]}"
+    produce(server, topic, 7)
+    consume_and_commit(server, group, topic, 7)
+
+    def commits() -> list[tuple[int, int, tuple[str, str, int, int]]]:
+        found = []
+        for partition, offset, key, value in kcat_records(server, "__consumer_offsets"):
+            decoded = offset_commit(key, value)
+            if decoded is not None and decoded[0] == group:
+                found.append((partition, offset, decoded))
+        return found
+
+    found = wait_until(commits, timeout=15, message="the group's commit in __consumer_offsets")
+    assert [decoded for _, _, decoded in found] == [(group, topic, 0, 7)]
+    # on the group's coordinator partition, which ListOffsets bounds
+    partition, offset, _ = found[0]
+    reader = Consumer({"bootstrap.servers": server.bootstrap, "group.id": "watermarks"})
+    try:
+        low, high = reader.get_watermark_offsets(TopicPartition("__consumer_offsets", partition),
+                                                 timeout=10)
+    finally:
+        reader.close()
+    assert low == 0 and low <= offset < high
+
+
+def test_a_consumer_reads_the_latest_commit_of_each_partition_after_recommits(
+        server: ServerProcess) -> None:
+    """What the cleaner leaves is what a reader sees: the latest value of every key."""
+    topic, group = f"again-{uuid.uuid4().hex[:6]}", f"again-{uuid.uuid4().hex[:6]}"
+    produce(server, topic, 3)
+    consume_and_commit(server, group, topic, 3)
+    produce(server, topic, 2)
+    consume_and_commit(server, group, topic, 2)
+
+    def latest() -> dict[tuple[str, int], int]:
+        seen: dict[tuple[str, int], int] = {}
+        for _, _, key, value in kcat_records(server, "__consumer_offsets"):
+            decoded = offset_commit(key, value)
+            if decoded is not None and decoded[0] == group:
+                seen[(decoded[1], decoded[2])] = decoded[3]
+        return seen if seen.get((topic, 0)) == 5 else {}
+
+    assert wait_until(latest, timeout=15) == {(topic, 0): 5}
+
+
+def test_transaction_state_holds_a_transactional_producers_state(server: ServerProcess) -> None:
+    txn = f"txn-{uuid.uuid4().hex[:6]}"
+    producer = Producer({"bootstrap.servers": server.bootstrap, "transactional.id": txn})
+    producer.init_transactions(15)
+    producer.begin_transaction()
+    producer.produce(f"txn-topic-{txn}", b"in a transaction")
+    producer.commit_transaction(15)
+
+    def states() -> list[int]:
+        found = []
+        for _, _, key, value in kcat_records(server, "__transaction_state"):
+            (version,) = struct.unpack_from(">h", key, 0)
+            name, _ = _string(key, 2)
+            if version == 0 and name == txn and value is not None:
+                value_version, _producer_id, _epoch, _timeout, status = struct.unpack_from(
+                    ">hqhib", value, 0)
+                assert value_version == 0
+                found.append(status)
+        return found if found and found[-1] == 4 else []
+
+    statuses = wait_until(states, timeout=15, message="CompleteCommit in __transaction_state")
+    assert statuses[-1] == 4 and 0 in statuses  # Empty ... CompleteCommit
+
+
+def test_transactional_offset_commits_appear_once_committed(server: ServerProcess) -> None:
+    """A read_committed reader of __consumer_offsets (kcat's isolation level) sees a
+    transaction's offset commit once it commits, and an aborted one never."""
+    topic, group = f"eos-{uuid.uuid4().hex[:6]}", f"eos-{uuid.uuid4().hex[:6]}"
+    produce(server, topic, 4)
+    consumer = Consumer({"bootstrap.servers": server.bootstrap, "group.id": group,
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    producer = Producer({"bootstrap.servers": server.bootstrap,
+                         "transactional.id": f"tx-{group}"})
+    try:
+        consumer.subscribe([topic])
+        deadline = time.monotonic() + 30
+        while not consumer.assignment() and time.monotonic() < deadline:
+            consumer.poll(0.5)
+        producer.init_transactions(15)
+        for offset, commit in ((2, False), (3, True)):
+            producer.begin_transaction()
+            producer.send_offsets_to_transaction([TopicPartition(topic, 0, offset)],
+                                                 consumer.consumer_group_metadata(), 15)
+            if commit:
+                producer.commit_transaction(15)
+            else:
+                producer.abort_transaction(15)
+    finally:
+        consumer.close()
+
+    def committed() -> list[int]:
+        found = [decoded[3] for _, _, key, value in kcat_records(
+                     server, "__consumer_offsets", "-X", "isolation.level=read_committed")
+                 if (decoded := offset_commit(key, value)) is not None and decoded[0] == group]
+        return found if 3 in found else []
+
+    assert wait_until(committed, timeout=15) == [3]  # never the aborted 2
+
+
+def test_a_reader_after_compaction_sees_every_keys_latest_commit(tmp_path: Path) -> None:
+    """What the cleaner leaves is what a reader sees: after compaction dropped records, reading
+    ``__consumer_offsets`` from its start gives every partition's latest commit, and fewer
+    records than were written."""
+    process = ServerProcess(tmp_path / "data", {
+        "offsets.topic.num.partitions": "2", "offsets.topic.segment.bytes": "4096",
+        "log.cleaner.backoff.ms": "200"}).start().wait_loaded()
+    try:
+        topic = f"compacted-{uuid.uuid4().hex[:6]}"
+        admin = AdminClient({"bootstrap.servers": process.bootstrap})
+        admin.create_topics([NewTopic(topic, 3, 1)])[topic].result(10)
+        consumer = KafkaConsumer(bootstrap_servers=process.bootstrap, group_id="compacted",
+                                 enable_auto_commit=False)
+        try:
+            partitions = [KafkaTopicPartition(topic, p) for p in range(3)]
+            consumer.assign(partitions)
+            for r in range(120):
+                consumer.commit({tp: OffsetAndMetadata(10 * r + tp.partition, "", -1)
+                                 for tp in partitions}, timeout_ms=10000)
+        finally:
+            consumer.close(autocommit=False)
+
+        def compacted() -> bool:
+            return any(e.get("event") == "log_compacted"
+                       and e["records_after"] < e["records_before"] for e in process.events)
+
+        wait_until(compacted, timeout=20, message="a compaction that dropped records")
+        commits = [decoded for _, _, key, value in kcat_records(process, "__consumer_offsets")
+                   if (decoded := offset_commit(key, value)) is not None]
+        latest = {(t, p): offset for _, t, p, offset in commits}
+        assert latest == {(topic, p): 10 * 119 + p for p in range(3)}
+        assert len(commits) < 120 * 3
+    finally:
+        process.stop()
+        process.kill()
+
+
+def test_restart_keeps_the_internal_topics(tmp_path: Path) -> None:
+    process = ServerProcess(tmp_path / "data", {}).start()
+    try:
+        admin = AdminClient({"bootstrap.servers": process.bootstrap})
+        before = admin.list_topics(timeout=10).topics["__consumer_offsets"]
+        process.restart()
+        admin = AdminClient({"bootstrap.servers": process.bootstrap})
+        after = admin.list_topics(timeout=10).topics["__consumer_offsets"]
+        assert len(after.partitions) == len(before.partitions) == 50
+    finally:
+        process.stop()
+        process.kill()
