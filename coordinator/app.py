@@ -16,7 +16,6 @@ from coordinator.groups.replay import new_shard
 from coordinator.groups.share import env as share_env
 from coordinator.groups.streams import env as streams_env
 from coordinator.groups.topic_changes import TopicChangeListener, refreshers
-from coordinator.metadata import internal_topics
 from coordinator.metadata.broker import Broker
 from coordinator.metadata.image import MetadataImage
 from coordinator.metadata.log import MetadataLog
@@ -70,8 +69,6 @@ class App:
                 acl_records.replay(authorizer, key, value)
 
         self.metadata_log = MetadataLog.open(config.log_dir, image, clock, replay_other)
-        internal_topics.install(image, cluster_id, config["offsets.topic.num.partitions"],
-                                config["offsets.topic.segment.bytes"])
         self._scram_seeds = list(scram_seeds)
         if authorizer is not None:
             log.info("authorizer enabled", acls=len(authorizer),
@@ -92,6 +89,7 @@ class App:
         self.broker = Broker(config, cluster_id, image, self.metadata_log, self.runtime, clock,
                              authorizer=self.authorizer,
                              scram_credentials=self.scram_credentials)
+        self.broker.internal_topics.install_created()
         self.topic_logs = TopicLogs(Path(config.log_dir), image, config, clock)
         self.topic_logs.runtime = self.runtime  # the internal topics' partitions
         attach_topic_logs(self.broker, self.topic_logs)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from coordinator.metadata.internal_topics import GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC
 from coordinator.security.acl import AclOperation, ResourceType
 from protocol import ErrorCode
 
@@ -17,6 +18,7 @@ def _locate(ctx: RequestContext, key: str, key_type: int) -> tuple[ErrorCode, st
     if key_type == GROUP:
         if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, key):
             return ErrorCode.group_authorization_failed, "Group authorization failed."
+        ctx.broker.internal_topics.ensure(GROUP_METADATA_TOPIC)  # as Kafka, on first use
         return ErrorCode.none, None
     if key_type == SHARE and ctx.version >= 6:
         # Share coordinator keys are for brokers: CLUSTER_ACTION on the cluster, as Kafka
@@ -31,6 +33,7 @@ def _locate(ctx: RequestContext, key: str, key_type: int) -> tuple[ErrorCode, st
         if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, key):
             return (ErrorCode.transactional_id_authorization_failed,
                     "Transactional Id authorization failed.")
+        ctx.broker.internal_topics.ensure(TRANSACTION_STATE_TOPIC)
         return ErrorCode.none, None
     return ErrorCode.invalid_request, f"Unknown coordinator key type {key_type}"
 

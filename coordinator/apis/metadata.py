@@ -70,8 +70,11 @@ def _missing(ctx: RequestContext, request: Any) -> list[str]:
     missing = []
     for wanted in request.topics:
         name = wanted.name
-        if name is None or name in INTERNAL_TOPICS or ctx.broker.image.topic(name) is not None:
-            continue  # never auto-created: an internal topic is the store's
+        if name is None or ctx.broker.image.topic(name) is not None:
+            continue
+        if name in INTERNAL_TOPICS:  # created as Kafka creates it, never as a data topic
+            ctx.broker.internal_topics.ensure(name)
+            continue
         try:
             validate_topic_name(name)
         except InvalidTopicName:

@@ -12,6 +12,7 @@ from coordinator.groups.share.heartbeat import (
     heartbeat,
     validate,
 )
+from coordinator.metadata.internal_topics import SHARE_GROUP_STATE_TOPIC
 from coordinator.runtime import CoordinatorError
 
 from .consumer_group_heartbeat import unauthorized
@@ -50,6 +51,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     try:
         hb = _request(ctx, request)
         validate(hb)
+        ctx.broker.internal_topics.ensure(SHARE_GROUP_STATE_TOPIC)  # as Kafka, on first use
         runtime = ctx.broker.runtime
         answer: HeartbeatResponse = await runtime.write(
             runtime.partition_for(hb.group_id),

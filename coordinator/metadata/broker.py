@@ -11,6 +11,7 @@ from coordinator.security.authorizer import StandardAuthorizer
 from coordinator.security.credentials import ScramCredentials
 
 from .image import MetadataImage
+from .internal_topics import InternalTopics
 from .log import MetadataLog
 
 
@@ -48,6 +49,10 @@ class Broker:
         a client with the endpoint of the listener it connected on, as Kafka does."""
         self.endpoint = next(iter(self.endpoints.values()))
         """The first listener's endpoint."""
+        self.internal_topics = InternalTopics(image, metadata_log, cluster_id,
+                                              config["offsets.topic.num.partitions"],
+                                              config["offsets.topic.segment.bytes"])
+        """Kafka's internal topics, created on first use."""
 
     def bound_to(self, port: int, listener: str | None = None) -> None:
         """Called once a listener is bound: port 0 in the config means "the one we got"."""

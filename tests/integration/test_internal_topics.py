@@ -13,7 +13,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import (
+    Consumer,
+    ConsumerGroupTopicPartitions,
+    KafkaException,
+    Producer,
+    TopicPartition,
+)
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaConsumer, OffsetAndMetadata
 from kafka import TopicPartition as KafkaTopicPartition
@@ -99,20 +105,55 @@ def produce(server: ServerProcess, topic: str, count: int) -> None:
     assert producer.flush(15) == 0
 
 
-def test_metadata_lists_the_internal_topics_and_never_creates_them(
-        server: ServerProcess) -> None:
-    admin = AdminClient({"bootstrap.servers": server.bootstrap})
-    listing = admin.list_topics(timeout=10)
-    assert INTERNAL <= set(listing.topics)
-    for name in INTERNAL:
-        assert len(listing.topics[name].partitions) == 50  # offsets.topic.num.partitions
-    # a Metadata request naming it (auto-creation on) finds it as it is
-    assert len(admin.list_topics("__consumer_offsets", timeout=10)
-               .topics["__consumer_offsets"].partitions) == 50
-    created = admin.create_topics([NewTopic("__consumer_offsets", 1, 1)])
-    with pytest.raises(KafkaException) as refused:
-        created["__consumer_offsets"].result(10)
-    assert refused.value.args[0].name() == "TOPIC_ALREADY_EXISTS"
+def listed(admin: AdminClient, *names: str) -> dict[str, int]:
+    """The internal topics a Metadata request lists (all topics, or just ``names``), with
+    their partition counts."""
+    if names:
+        topics = {n: admin.list_topics(n, timeout=10).topics[n] for n in names}
+    else:
+        topics = admin.list_topics(timeout=10).topics
+    return {name: len(t.partitions) for name, t in topics.items()
+            if name in INTERNAL and t.error is None}
+
+
+def test_each_internal_topic_is_created_on_first_use_as_kafka_creates_it(
+        tmp_path: Path) -> None:
+    process = ServerProcess(tmp_path / "data", {}).start().wait_loaded()
+    try:
+        admin = AdminClient({"bootstrap.servers": process.bootstrap})
+        assert listed(admin) == {}  # a new cluster has none yet
+        # FindCoordinator for a group creates __consumer_offsets (50 partitions:
+        # offsets.topic.num.partitions), and only that one
+        admin.list_consumer_group_offsets(
+            [ConsumerGroupTopicPartitions("first-use")])["first-use"].result(10)
+        assert listed(admin) == {"__consumer_offsets": 50}
+        # a transactional producer's FindCoordinator creates __transaction_state
+        producer = Producer({"bootstrap.servers": process.bootstrap,
+                             "transactional.id": "first-use-txn"})
+        producer.init_transactions(10)
+        assert listed(admin) == {"__consumer_offsets": 50, "__transaction_state": 50}
+        # a Metadata request naming one, with auto-creation on, creates it as internal
+        assert listed(admin, "__share_group_state") == {"__share_group_state": 50}
+        assert listed(admin) == dict.fromkeys(INTERNAL, 50)
+        created = admin.create_topics([NewTopic("__consumer_offsets", 1, 1)])
+        with pytest.raises(KafkaException) as refused:
+            created["__consumer_offsets"].result(10)
+        assert refused.value.args[0].name() == "TOPIC_ALREADY_EXISTS"
+    finally:
+        process.stop()
+        process.kill()
+
+
+def test_an_internal_topic_is_not_created_by_metadata_without_auto_creation(
+        tmp_path: Path) -> None:
+    process = ServerProcess(tmp_path / "data", {"auto.create.topics.enable": "false"}).start()
+    try:
+        admin = AdminClient({"bootstrap.servers": process.bootstrap})
+        assert listed(admin, "__consumer_offsets") == {}
+        assert listed(admin) == {}
+    finally:
+        process.stop()
+        process.kill()
 
 
 def test_produce_to_an_internal_topic_is_refused(server: ServerProcess) -> None:
@@ -267,9 +308,11 @@ def test_a_reader_after_compaction_sees_every_keys_latest_commit(tmp_path: Path)
 
 
 def test_restart_keeps_the_internal_topics(tmp_path: Path) -> None:
-    process = ServerProcess(tmp_path / "data", {}).start()
+    process = ServerProcess(tmp_path / "data", {}).start().wait_loaded()
     try:
         admin = AdminClient({"bootstrap.servers": process.bootstrap})
+        admin.list_consumer_group_offsets(
+            [ConsumerGroupTopicPartitions("restart")])["restart"].result(10)
         before = admin.list_topics(timeout=10).topics["__consumer_offsets"]
         process.restart()
         admin = AdminClient({"bootstrap.servers": process.bootstrap})

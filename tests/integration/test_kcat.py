@@ -61,9 +61,8 @@ def test_kcat_single_topic_query_auto_creates(shared_server: ServerProcess) -> N
 def test_kcat_unknown_topic_without_auto_creation(tmp_path: Path) -> None:
     server = ServerProcess(tmp_path / "data", {"auto.create.topics.enable": "false"}).start()
     try:
-        listing = kcat_list(server)  # only the internal topics: the store's
-        assert {t["topic"] for t in listing["topics"]} == {
-            "__consumer_offsets", "__transaction_state", "__share_group_state"}
+        listing = kcat_list(server)  # no internal topic before its first use, as in Kafka
+        assert listing["topics"] == []
         assert listing["brokers"] == [{"id": 1, "name": server.bootstrap}]
         name = unique("kcat-none")
         [topic] = kcat_list(server, "-t", name)["topics"]
