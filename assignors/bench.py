@@ -25,7 +25,7 @@ import json
 import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from assignors.bench_input import (
     DEFAULT_STRIDE,
@@ -262,12 +262,15 @@ def run(args: argparse.Namespace) -> dict[str, object]:
     return time_case(case, getattr(args, "runs", RUNS))
 
 
-def run_all(runs: int = RUNS) -> list[dict[str, object]]:
-    """Time every case of :data:`TARGETS`, printing one JSON line each as it finishes."""
+def run_all(runs: int = RUNS, extra: Mapping[str, object] | None = None
+            ) -> list[dict[str, object]]:
+    """Time every case of :data:`TARGETS`, printing one JSON line each as it finishes (with
+    the keys of ``extra`` too, such as the CLI's ``machine_ns_per_op``)."""
     results = []
     for case, kafka_ms in TARGETS:
         result = time_case(case, runs)
         result["kafka_median_ms"] = kafka_ms
+        result.update(extra or {})
         print(json.dumps(result), flush=True)
         results.append(result)
     return results
