@@ -123,7 +123,7 @@ def assign_homogeneous(
         out_parts[m] = tuple(assignment.values())
 
 
-def _counts(parts: list[Sequence[Partitions]]) -> list[int]:
+def _counts(parts: Sequence[Sequence[Partitions]]) -> list[int]:
     """Partitions per member: the lengths of its tuples, summed (most members hold one)."""
     return [len(ps[0]) if len(ps) == 1 else sum(map(len, ps)) for ps in parts]
 
@@ -547,7 +547,7 @@ def _shed_by_rack(
     excess: int,
     pool: list[Segment],
     matches: RackMatches,
-) -> tuple[list[int], list[Partitions]]:
+) -> tuple[Sequence[int], Sequence[Partitions]]:
     """Shed mismatched partitions first, then from the tail."""
     rack = spec.member_racks[member]
     topics: list[int] = []

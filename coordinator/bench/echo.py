@@ -56,7 +56,7 @@ class EchoProtocol(asyncio.Protocol):
         buffer = self.buffer
         buffer += data
         head, tail = self.head, self.tail
-        out: list[bytes] = []
+        out: list[bytes | bytearray] = []
         start, end = 0, len(buffer)
         while end - start >= 4:
             (size,) = _SIZE.unpack_from(buffer, start)
