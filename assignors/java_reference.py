@@ -6,8 +6,8 @@ compiled with ``javac -sourcepath`` from apache/kafka's sources (javac compiles 
 classes the harness reaches), together with our harness ``assignors/java/KafkaAssignorBench.java``
 (its own ``GroupSpec`` and ``SubscribedTopicDescriber`` over the input file, a warm-up, then
 the timed runs). The sources come from ``--kafka-source`` (a checkout, or a bare git
-repository whose ``HEAD`` is archived), else ``KAFKA_SOURCE``, else a shallow, sparse clone of
-https://github.com/apache/kafka into the cache; the classes are cached per source revision in
+repository whose ``HEAD`` is archived), else ``KAFKA_SOURCE``: apache/kafka's sources, brought
+by the user (nothing is downloaded); the classes are cached per source revision in
 ``~/.cache/coordinator-bench``. slf4j's API (Kafka's assignors log through it) is taken from
 PySpark's jars (the ``pipeline`` extra).
 
@@ -35,7 +35,6 @@ from typing import Any
 from assignors.spec import AssignmentSpec
 
 HARNESS = Path(__file__).resolve().parent / "java" / "KafkaAssignorBench.java"
-REPOSITORY = "https://github.com/apache/kafka.git"
 SOURCE_ROOTS = ("clients/src/main/java", "group-coordinator/src/main/java",
                 "group-coordinator/group-coordinator-api/src/main/java",
                 "server-common/src/main/java")
@@ -76,14 +75,9 @@ def _sources(source: str | None, into: Path) -> tuple[Path, str]:
     """A directory with Kafka's source roots, and the revision they are of."""
     source = source or os.environ.get("KAFKA_SOURCE")
     if source is None:
-        clone = CACHE / "kafka-src"
-        if not (clone / ".git").exists():
-            shutil.rmtree(clone, ignore_errors=True)
-            subprocess.run(["git", "clone", "--depth", "1", "--filter=blob:none", "--sparse",
-                            REPOSITORY, str(clone)], check=True)
-            subprocess.run(["git", "-C", str(clone), "sparse-checkout", "set", *SOURCE_ROOTS],
-                           check=True)
-        source = str(clone)
+        raise SystemExit("bench assignor --java needs apache/kafka's sources: give "
+                         "--kafka-source DIR (a checkout or a bare git repository) or set "
+                         "KAFKA_SOURCE")
     path = Path(source)
     work_tree = (path / SOURCE_ROOTS[0]).is_dir()
     git = ["git", "-C", str(path)] if work_tree else ["git", f"--git-dir={path}"]
