@@ -25,7 +25,7 @@ import json
 import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from assignors.bench_input import (
     DEFAULT_STRIDE,
@@ -36,6 +36,7 @@ from assignors.bench_input import (
     build_task_spec,
 )
 from assignors.registry import ASSIGNORS, get_assignor
+from assignors.spec import AssignmentSpec
 from assignors.sticky_task import StickyTaskAssignor
 from assignors.task_spec import TaskAssignment, TaskAssignmentSpec
 
@@ -152,6 +153,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--runs", type=int, default=RUNS, help=argparse.SUPPRESS)
     parser.add_argument(
+        "--java", action="store_true",
+        help="uniform/range: also time Kafka's Java assignor on the same input, in the same "
+        "run (built with javac from apache/kafka's sources; assignors/java_reference.py)",
+    )
+    parser.add_argument(
+        "--kafka-source", default=None,
+        help="with --java: apache/kafka's sources (a checkout or a bare git repository; "
+        "default $KAFKA_SOURCE, else a sparse clone into ~/.cache/coordinator-bench)",
+    )
+    parser.add_argument(
         "--all", action="store_true", help="run the whole target table, one JSON line per case"
     )
 
@@ -174,8 +185,11 @@ def _samples(assign: Callable[[], object], runs: int) -> list[float]:
     return samples
 
 
-def time_case(case: BenchCase, runs: int = RUNS) -> dict[str, object]:
-    """Build the case, warm up, time ``runs`` assignments; min / median / max in ms."""
+def time_case(case: BenchCase, runs: int = RUNS, java: bool = False,
+              kafka_source: str | None = None) -> dict[str, object]:
+    """Build the case, warm up, time ``runs`` assignments; min / median / max in ms. With
+    ``java`` (uniform and range), Kafka's Java assignor on the same input afterwards
+    (:mod:`assignors.java_reference`): ``java_median_ms``, ``ratio_to_java``."""
     if case.assignor == STREAMS_STICKY:
         task_assignor = StickyTaskAssignor()
         task_spec = build_task_spec(case, task_assignor)
@@ -186,6 +200,8 @@ def time_case(case: BenchCase, runs: int = RUNS) -> dict[str, object]:
         spec = build_spec(case, assignor)
         samples = _samples(lambda: assignor.assign(spec), runs)
         extra = {}
+        if java:
+            extra = _java(spec, case.assignor, runs, kafka_source, statistics.median(samples))
         if case.topics_per_member is not None:
             extra["window"] = case.topics_per_member
             if case.subscriptions == "overlapping":
@@ -205,6 +221,20 @@ def time_case(case: BenchCase, runs: int = RUNS) -> dict[str, object]:
         "max_ms": round(max(samples), 3),
         **extra,
     }
+
+
+def _java(spec: AssignmentSpec, assignor: str, runs: int, kafka_source: str | None,
+          median_ms: float) -> dict[str, object]:
+    if assignor not in ("uniform", "range"):
+        raise ValueError("--java times Kafka's uniform and range assignors")
+    from assignors.java_reference import time_java
+
+    result = time_java(spec, assignor, runs, kafka_source)
+    return {"java_min_ms": round(result["min_ms"], 3),
+            "java_median_ms": round(result["median_ms"], 3),
+            "ratio_to_java": round(median_ms / result["median_ms"], 3),
+            "java_assigned_partitions": result["assigned_partitions"],
+            "kafka_revision": result["kafka_revision"], "input_sha256": result["input_sha256"]}
 
 
 def _streams_details(
@@ -259,15 +289,19 @@ def run(args: argparse.Namespace) -> dict[str, object]:
         case.window is not None or case.stride != DEFAULT_STRIDE
     ):
         raise ValueError("--window and --stride go with --subscriptions overlapping/random")
-    return time_case(case, getattr(args, "runs", RUNS))
+    return time_case(case, getattr(args, "runs", RUNS), getattr(args, "java", False),
+                     getattr(args, "kafka_source", None))
 
 
-def run_all(runs: int = RUNS) -> list[dict[str, object]]:
-    """Time every case of :data:`TARGETS`, printing one JSON line each as it finishes."""
+def run_all(runs: int = RUNS, extra: Mapping[str, object] | None = None
+            ) -> list[dict[str, object]]:
+    """Time every case of :data:`TARGETS`, printing one JSON line each as it finishes (with
+    the keys of ``extra`` too, such as the CLI's ``machine_ns_per_op``)."""
     results = []
     for case, kafka_ms in TARGETS:
         result = time_case(case, runs)
         result["kafka_median_ms"] = kafka_ms
+        result.update(extra or {})
         print(json.dumps(result), flush=True)
         results.append(result)
     return results

@@ -38,6 +38,11 @@ def components(spec: AssignmentSpec) -> list[Component]:
     """
     subs = spec.subscriptions
     used = sorted(set(spec.member_subscriptions))
+    if len(used) == 1:  # one subscription (ascending, distinct topics): one component
+        (only,) = used
+        if not subs[only]:
+            return []
+        return [Component(tuple(range(spec.member_count)), tuple(subs[only]), (only,))]
     if sum(map(len, map(subs.__getitem__, used))) <= _SMALL:
         return _components_small(spec, used)
     parent: dict[int, int] = {}

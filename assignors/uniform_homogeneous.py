@@ -14,8 +14,8 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
-from itertools import accumulate, pairwise
-from operator import itemgetter
+from itertools import accumulate, chain, compress, count, islice, pairwise
+from operator import gt, itemgetter, lt
 
 from assignors.racks import RackMatches, class_rack_flow, partitions_by_class, rack_aware
 from assignors.spec import NO_RACK, AssignmentSpec, Partitions
@@ -37,48 +37,47 @@ def assign_homogeneous(
     ``out_parts[m]``.
     """
     counts = spec.partition_counts
-    cur_topics = spec.current_topics
-    cur_parts = spec.current_partitions
-    total = sum(map(counts.__getitem__, topics))
+    # topics are distinct indexes: as many as the spec has are all of them
+    every_topic = len(topics) == len(counts)
+    total = sum(counts) if every_topic else sum(map(counts.__getitem__, topics))
     n = len(members)
     if total == 0:
         return
     q, r = divmod(total, n)
-    if not any(map(cur_topics.__getitem__, members)):
+    # what each member holds: C-level passes over the members (slices when they are
+    # consecutive indexes, as in a group of one component), never over partitions, so a
+    # member joining or leaving costs the members and the partitions that move
+    first = members[0]
+    consecutive = members[-1] - first + 1 == n  # (ascending and distinct)
+    if consecutive:
+        kept_topics: list[Sequence[int]] = list(spec.current_topics[first:first + n])
+        kept_parts: list[Sequence[Partitions]] = list(spec.current_partitions[first:first + n])
+    else:
+        kept_topics = list(map(spec.current_topics.__getitem__, members))
+        kept_parts = list(map(spec.current_partitions.__getitem__, members))
+    if not any(kept_topics):
         if rack_aware(spec, members, topics):
             _fresh_by_rack(spec, members, topics, q, r, out_topics, out_parts)
         else:
             _fresh(members, topics, counts, q, r, out_topics, out_parts)
         return
-    topic_set = frozenset(topics)
-
-    kept_topics: list[Sequence[int]] = []
-    kept_parts: list[Sequence[Partitions]] = []
-    cnt: list[int] = []
-    clean = True
-    for m in members:
-        ts = cur_topics[m]
-        if not ts:
-            kept_topics.append(ts)
-            kept_parts.append(())
-            cnt.append(0)
-            continue
-        ps = cur_parts[m]
-        if not topic_set.issuperset(ts):
-            clean = False
-            pairs = [(t, p) for t, p in zip(ts, ps, strict=True) if t in topic_set]
-            ts = tuple(t for t, _ in pairs)
-            ps = tuple(p for _, p in pairs)
-        kept_topics.append(ts)
-        kept_parts.append(ps)
-        cnt.append(sum(map(len, ps)))
+    # a Python pass only over the members holding topics outside the component (their
+    # subscription changed)
+    topic_set = frozenset(() if every_topic else topics)
+    clean = every_topic or topic_set.issuperset(chain.from_iterable(kept_topics))
+    if not clean:
+        for i, ts in enumerate(kept_topics):
+            if not topic_set.issuperset(ts):
+                pairs = [(t, p) for t, p in zip(ts, kept_parts[i], strict=True)
+                         if t in topic_set]
+                kept_topics[i] = tuple(t for t, _ in pairs)
+                kept_parts[i] = tuple(p for _, p in pairs)
+    cnt = _counts(kept_parts)
     held_total = sum(cnt)
 
     quota = _quotas(cnt, q, r)
     if held_total == total and clean and cnt == quota:
-        for i, m in enumerate(members):
-            out_topics[m] = kept_topics[i]
-            out_parts[m] = kept_parts[i]
+        _write(members, kept_topics, kept_parts, out_topics, out_parts)
         return
 
     use_racks = rack_aware(spec, members, topics)
@@ -86,31 +85,32 @@ def assign_homogeneous(
     if held_total < total:
         pool.extend(_unheld(counts, topics, kept_topics, kept_parts, held_total == 0))
     matches = RackMatches(spec)
-    for i in range(n):
+    # over their quota (everyone's is q when r is 0), then under it
+    over = map(q.__lt__, cnt) if not r else map(gt, cnt, quota)
+    for i in list(compress(range(n), over)):
         excess = cnt[i] - quota[i]
-        if excess > 0:
-            if use_racks:
-                kept_topics[i], kept_parts[i] = _shed_by_rack(
-                    spec, members[i], kept_topics[i], kept_parts[i], excess, pool, matches
-                )
-            else:
-                kept_topics[i], kept_parts[i] = _shed_tail(
-                    kept_topics[i], kept_parts[i], excess, pool
-                )
-            cnt[i] = quota[i]
+        if use_racks:
+            kept_topics[i], kept_parts[i] = _shed_by_rack(
+                spec, members[i], kept_topics[i], kept_parts[i], excess, pool, matches
+            )
+        else:
+            kept_topics[i], kept_parts[i] = _shed_tail(
+                kept_topics[i], kept_parts[i], excess, pool
+            )
+        cnt[i] = quota[i]
 
-    needy = [i for i in range(n) if cnt[i] < quota[i]]
+    needy = list(compress(range(n), map(q.__gt__, cnt) if not r else map(lt, cnt, quota)))
     if use_racks:
         grants = _fill_by_rack(spec, members, needy, cnt, quota, pool)
     else:
         grants = _fill_runs(needy, cnt, quota, pool)
 
-    for i, m in enumerate(members):
-        got = grants.get(i)
+    # everyone keeps what is left of its own; then the members granted more
+    _write(members, kept_topics, kept_parts, out_topics, out_parts)
+    for i, got in grants.items():
         if not got:
-            out_topics[m] = kept_topics[i]
-            out_parts[m] = kept_parts[i]
             continue
+        m = members[i]
         if not kept_topics[i] and len(got) == 1:
             out_topics[m] = (got[0][0],)
             out_parts[m] = (got[0][1],)
@@ -121,6 +121,30 @@ def assign_homogeneous(
             assignment[t] = parts if old is None else tuple(sorted(old + parts))
         out_topics[m] = tuple(assignment)
         out_parts[m] = tuple(assignment.values())
+
+
+def _counts(parts: Sequence[Sequence[Partitions]]) -> list[int]:
+    """Partitions per member: the lengths of its tuples, summed (most members hold one)."""
+    return [len(ps[0]) if len(ps) == 1 else sum(map(len, ps)) for ps in parts]
+
+
+def _write(
+    members: Sequence[int],
+    topics: list[Sequence[int]],
+    parts: list[Sequence[Partitions]],
+    out_topics: list[Sequence[int]],
+    out_parts: list[Sequence[Partitions]],
+) -> None:
+    """``out_*[members[i]] = topics[i], parts[i]`` for every member (one slice assignment
+    when the members are consecutive indexes, as in a group of one component)."""
+    first, last = members[0], members[-1]
+    if last - first + 1 == len(members):  # ascending and distinct: consecutive
+        out_topics[first:last + 1] = topics
+        out_parts[first:last + 1] = parts
+        return
+    for i, m in enumerate(members):
+        out_topics[m] = topics[i]
+        out_parts[m] = parts[i]
 
 
 def _fresh(
@@ -449,22 +473,16 @@ class _PieceStreams(_Streams):
 
 
 def _quotas(cnt: list[int], q: int, r: int) -> list[int]:
-    """Per-member quota: ``q``, plus one for ``r`` members, first those holding more than ``q``."""
+    """Per-member quota: ``q``, plus one for ``r`` members, first those holding more than ``q``
+    (in member order), then the first of the others."""
     quota = [q] * len(cnt)
     if r:
-        extras = r
-        for i, c in enumerate(cnt):
-            if c > q:
+        over = list(islice(compress(count(), map(q.__lt__, cnt)), r))
+        for i in over:
+            quota[i] = q + 1
+        if len(over) < r:
+            for i in islice(compress(count(), map(q.__ge__, cnt)), r - len(over)):
                 quota[i] = q + 1
-                extras -= 1
-                if not extras:
-                    return quota
-        for i, c in enumerate(cnt):
-            if c <= q:
-                quota[i] = q + 1
-                extras -= 1
-                if not extras:
-                    break
     return quota
 
 
@@ -501,7 +519,11 @@ def _unheld(
 
 def _shed_tail(
     ts: Sequence[int], ps: Sequence[Partitions], excess: int, pool: list[Segment]
-) -> tuple[list[int], list[Partitions]]:
+) -> tuple[Sequence[int], Sequence[Partitions]]:
+    last = ps[-1]
+    if excess < len(last):  # the usual case: a few of the last topic's partitions
+        pool.append((ts[-1], last[-excess:]))
+        return ts, (*ps[:-1], last[:-excess])
     topics, parts = list(ts), list(ps)
     while excess:
         t, p = topics[-1], parts[-1]
@@ -525,7 +547,7 @@ def _shed_by_rack(
     excess: int,
     pool: list[Segment],
     matches: RackMatches,
-) -> tuple[list[int], list[Partitions]]:
+) -> tuple[Sequence[int], Sequence[Partitions]]:
     """Shed mismatched partitions first, then from the tail."""
     rack = spec.member_racks[member]
     topics: list[int] = []
@@ -587,10 +609,19 @@ def _merge(pieces: list[tuple[int, Partitions]]) -> list[tuple[int, Partitions]]
     if len(pieces) < 2:
         return pieces
     by_topic: dict[int, Partitions] = {}
+    joined: list[int] = []  # the topics of several pieces (each piece is ascending)
     for t, p in pieces:
         old = by_topic.get(t)
-        by_topic[t] = p if old is None else old + p
-    return [(t, p if _ascending(p) else tuple(sorted(p))) for t, p in by_topic.items()]
+        if old is None:
+            by_topic[t] = p
+        else:
+            by_topic[t] = old + p
+            joined.append(t)
+    for t in joined:
+        p = by_topic[t]
+        if not _ascending(p):
+            by_topic[t] = tuple(sorted(p))
+    return list(by_topic.items())
 
 
 def _ascending(p: Partitions) -> bool:

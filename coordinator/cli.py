@@ -275,11 +275,12 @@ def timeline_html(args: argparse.Namespace) -> int:
 
 def bench_assignor(args: argparse.Namespace) -> int:
     from assignors import bench as assignor_bench
+    from storage.machine import KEY, machine_ns_per_op, with_machine
 
-    if args.all:
-        assignor_bench.run_all(args.runs)  # prints a line per case as it finishes
+    if args.all:  # prints a line per case as it finishes
+        assignor_bench.run_all(args.runs, {KEY: machine_ns_per_op()})
     else:
-        print(json.dumps(assignor_bench.run(args)))
+        print(json.dumps(with_machine(assignor_bench.run(args))))
     return 0
 
 

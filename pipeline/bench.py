@@ -1,4 +1,8 @@
-"""``python -m pipeline bench``: the full report over a synthetic store of N records."""
+"""``python -m pipeline bench``: the full report over a synthetic store of N records, and in the
+same Spark session the reference (:mod:`pipeline.reference`): a plain job over the same
+records exported as JSON lines (read, write Parquet, one aggregation). ``records_per_s`` is
+the pipeline's, ``reference_records_per_s`` the plain job's, ``ratio_to_reference`` the first
+over the second; ``machine_ns_per_op`` is the machine's Python speed (``storage.machine``)."""
 
 from __future__ import annotations
 
@@ -10,8 +14,10 @@ from pathlib import Path
 
 from pipeline import jvm_archive
 from pipeline.job import JobOptions, run
+from pipeline.reference import export_json_lines, plain_job
 from pipeline.session import build_session
 from pipeline.synthetic import write_store
+from storage.machine import KEY, machine_ns_per_op
 
 
 def bench(records: int, master: str = "local[2]", keep: Path | None = None,
@@ -35,9 +41,27 @@ def bench(records: int, master: str = "local[2]", keep: Path | None = None,
             elapsed = time.perf_counter() - t0
         finally:
             spark.stop()
+        t0 = time.perf_counter()
+        exported = export_json_lines(store, work / "records.jsonl")
+        export_s = time.perf_counter() - t0
+        spark = build_session(master, shuffle_partitions=8, progress=False)
+        try:
+            counted, reference_s = plain_job(spark, work / "records.jsonl", work / "reference")
+        finally:
+            spark.stop()
+        if not result.records == exported == counted:
+            raise AssertionError(f"the job read {result.records} records, the export has "
+                                 f"{exported}, the plain job counted {counted}")
+        records_per_s = result.records / elapsed
+        reference_per_s = counted / reference_s
         return {"records": result.records, "segments": result.segments, "master": master,
                 "seconds": round(elapsed, 2),
-                "records_per_s": round(result.records / elapsed),
+                "records_per_s": round(records_per_s),
+                "reference_seconds": round(reference_s, 2),
+                "reference_records_per_s": round(reference_per_s),
+                "ratio_to_reference": round(records_per_s / reference_per_s, 3),
+                "export_seconds": round(export_s, 1),
+                KEY: machine_ns_per_op(),
                 "tables": json.dumps(result.rows),
                 "class_archive": str(archive) if archive is not None else None}
     finally:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from protocol import Schema, decode_request, encode_request, encode_response, make, schema
+from storage.machine import with_machine
 
 if TYPE_CHECKING:  # kafka-python is imported when the bench runs, not with the CLI
     from kafka.protocol.api_message import ApiMessage
@@ -162,5 +163,5 @@ def run(args: argparse.Namespace) -> int:
         print(f"{row['message']:<36}{row['bytes']:>7}{row['decode_us']:>11.2f}"
               f"{row['encode_us']:>11.2f}{row.get('kafka_python_decode_us', float('nan')):>12.2f}"
               f"{row.get('kafka_python_encode_us', float('nan')):>12.2f}")
-    print(json.dumps(rows))
+    print(json.dumps([with_machine(row) for row in rows]))
     return 0

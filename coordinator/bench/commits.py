@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from coordinator.testing import ServerProcess
+from storage.machine import with_machine
 
 from .commit_load import TOPIC, Plan, worker_main
 from .storm_client import create_topics
@@ -116,15 +117,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.bootstrap:
         for count in args.partitions or [1, 8]:
-            print(json.dumps(measure(args.bootstrap, args.server_pid, clients=args.clients,
-                                     partitions=count, connections=args.connections,
-                                     processes=args.processes, rate=args.rate,
-                                     seconds=args.seconds, warmup=args.warmup)), flush=True)
+            row = measure(args.bootstrap, args.server_pid, clients=args.clients,
+                          partitions=count, connections=args.connections,
+                          processes=args.processes, rate=args.rate, seconds=args.seconds,
+                          warmup=args.warmup)
+            print(json.dumps(with_machine(row)), flush=True)
         return 0
     rows = run_bench(args.partitions or [1, 8], clients=args.clients,
                      connections=args.connections, processes=args.processes, rate=args.rate,
                      seconds=args.seconds, warmup=args.warmup,
                      flush_interval_ms=args.flush_interval_ms)
     for row in rows:
-        print(json.dumps(row), flush=True)
+        print(json.dumps(with_machine(row)), flush=True)
     return 0

@@ -21,6 +21,7 @@ from multiprocessing.connection import Connection
 import protocol
 from protocol import ErrorCode
 
+from . import echo
 from .request_loop import Check, Outcome, run_window, run_worker
 from .storm_client import Member, create_topics, describe_group
 from .wire import SIZE, Wire, message
@@ -50,6 +51,9 @@ class Plan:
     """This worker's share of the offered rate (heartbeats/s); None: closed loop."""
     ca_file: str | None = None
     sasl_mechanism: str | None = None
+    echo: bool = False
+    """Against the reference server (``echo``): no set-up, the members' steady heartbeats
+    only (as if joined and reconciled: epoch 1, nothing owned to report)."""
 
 
 # ------------------------------------------------------------------------------ set-up
@@ -78,6 +82,8 @@ async def login(wire: Wire, mechanism: str) -> None:
 async def open_wire(plan: Plan) -> Wire:
     context = ssl.create_default_context(cafile=plan.ca_file) if plan.ca_file else None
     wire = await Wire.connect(plan.bootstrap, context, CLIENT_ID)
+    if plan.echo:
+        return wire
     await wire.request(protocol.make(API_VERSIONS, client_software_name="bench",
                                      client_software_version="1"))
     if plan.sasl_mechanism is not None:
@@ -100,8 +106,8 @@ async def _stable(wire: Wire, group_id: str, members: list[Member]) -> bool:
             and all(m.epoch == group.group_epoch for m in members))
 
 
-async def join(plan: Plan, wires: list[Wire]) -> dict[str, list[Member]]:
-    """Every member joined and reconciled, every group stable."""
+def members_of(plan: Plan, wires: list[Wire]) -> dict[str, list[Member]]:
+    """The plan's members by group, spread over ``wires`` in turn."""
     by_group: dict[str, list[Member]] = {}
     index = 0
     for group_id in plan.groups:
@@ -109,6 +115,21 @@ async def join(plan: Plan, wires: list[Wire]) -> dict[str, list[Member]]:
         for _ in range(plan.members_per_group):
             by_group[group_id].append(Member(wires[index % len(wires)], group_id, (TOPIC,)))
             index += 1
+    return by_group
+
+
+def as_reconciled(by_group: dict[str, list[Member]]) -> dict[str, list[Member]]:
+    """The members as the echo reference sees them: joined at epoch 1, owning what they
+    reported (so their heartbeats are the steady ones, of the same size)."""
+    for members in by_group.values():
+        for member in members:
+            member.epoch, member.owned_sent = echo.EPOCH, True
+    return by_group
+
+
+async def join(plan: Plan, wires: list[Wire]) -> dict[str, list[Member]]:
+    """Every member joined and reconciled, every group stable."""
+    by_group = members_of(plan, wires)
     everyone = [m for members in by_group.values() for m in members]
     deadline = time.monotonic() + SETUP_TIMEOUT_S
     unsettled = dict(by_group)
@@ -141,7 +162,8 @@ def _checker(ids: list[int]) -> Check:
 async def run_load(plan: Plan, pipe: Connection) -> Outcome:
     wires = [await open_wire(plan) for _ in range(plan.connections)]
     try:
-        by_group = await join(plan, wires)
+        by_group = (as_reconciled(members_of(plan, wires)) if plan.echo
+                    else await join(plan, wires))
         everyone = [m for members in by_group.values() for m in members]
         # each member's steady heartbeat, its correlation id naming the member
         frames = [protocol.encode_request(m._request(), i, CLIENT_ID)
@@ -152,7 +174,7 @@ async def run_load(plan: Plan, pipe: Connection) -> Outcome:
         recorder, connections, drained = await run_window(
             pipe, wires, frames.__getitem__, _checker(list(range(len(everyone)))), members,
             plan.rate)
-        if drained:  # else the sessions expire later
+        if drained and not plan.echo:  # else the sessions expire later
             for connection in connections:
                 connection.detach()
             await asyncio.gather(*(m.leave() for m in everyone))

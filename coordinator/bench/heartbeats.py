@@ -16,7 +16,12 @@ with a throwaway CA's certificates (trustme, from the dev extras).
 One JSON line per run: ``offered_per_s`` (null for closed loop), ``heartbeats_per_s``,
 ``p50_ms``, ``p99_ms``, ``max_ms`` and ``server_cpu_pct`` (the CPU time of the server process
 and its live children, such as the fsync helper, over the measured window, from /proc; 100 is
-one core), with the run's shape.
+one core), with the run's shape. Each run is followed by the same load (same generator, same
+members, connections and rate) against the reference server (``echo``: a minimal uvloop
+server answering every frame with a fixed, valid heartbeat answer, over the same security
+protocol, without SASL): ``echo_heartbeats_per_s``, ``echo_p99_ms`` and ``ratio_to_echo``
+(the coordinator's heartbeats/s over the reference's), and ``machine_ns_per_op``
+(``storage.machine``).
 """
 
 from __future__ import annotations
@@ -29,7 +34,9 @@ from pathlib import Path
 from typing import Any
 
 from coordinator.testing import ServerProcess
+from storage.machine import KEY, machine_ns_per_op
 
+from .echo import echo_server
 from .heartbeat_load import PASSWORD, USER, Plan, create_topic, worker_main
 from .wire import run as run_loop
 from .workers import run_workers, split, summary
@@ -51,7 +58,8 @@ def _certificates(directory: Path) -> tuple[Path, Path]:
 
 
 def _plans(bootstrap: str, groups: int, members: int, connections: int, processes: int,
-           rate: float | None, ca: str | None, mechanism: str | None) -> list[Plan]:
+           rate: float | None, ca: str | None, mechanism: str | None, echo: bool = False
+           ) -> list[Plan]:
     processes = max(1, min(processes, groups, connections))
     run_id = f"{time.monotonic_ns():x}"  # each run's groups are new ones
     names = [f"bench-hb-{run_id}-{g}" for g in range(groups)]
@@ -61,23 +69,39 @@ def _plans(bootstrap: str, groups: int, members: int, connections: int, processe
         mine = tuple(names[first:first + count])
         first += count
         share = None if rate is None else rate * count / groups
-        plans.append(Plan(bootstrap, mine, members, conns, share, ca, mechanism))
+        plans.append(Plan(bootstrap, mine, members, conns, share, ca, mechanism, echo))
     return plans
 
 
 def measure(bootstrap: str, server_pid: int | None, *, groups: int, members: int,
             connections: int, processes: int, rate: float | None, seconds: float,
-            warmup: float, ca: str | None = None, mechanism: str | None = None
-            ) -> dict[str, Any]:
-    """One run against a running server (its process id for the CPU it used)."""
+            warmup: float, ca: str | None = None, mechanism: str | None = None,
+            echo: tuple[str, int] | None = None) -> dict[str, Any]:
+    """One run against a running server (its process id for the CPU it used), then the same
+    load against the ``echo`` reference server (bootstrap, process id), if given."""
     plans = _plans(bootstrap, groups, members, connections, processes, rate, ca, mechanism)
     run_loop(create_topic(plans[0], members))
+    row = _load(plans, server_pid, seconds, warmup)
+    if echo is not None:
+        reference = _load(_plans(echo[0], groups, members, connections, processes, rate, ca,
+                                 None, echo=True), echo[1], seconds, warmup)
+        row["echo_heartbeats_per_s"] = reference["heartbeats_per_s"]
+        row["ratio_to_echo"] = (round(row["heartbeats_per_s"] / reference["heartbeats_per_s"],
+                                      3) if reference["heartbeats_per_s"] else None)
+        row["echo_p99_ms"] = reference["p99_ms"]
+        row["echo_server_cpu_pct"] = reference["server_cpu_pct"]
+        if reference["errors"]:
+            row["echo_first_error"] = reference["first_error"]
+    return {"groups": groups, "members_per_group": members, "connections": connections,
+            "processes": len(plans), "seconds": seconds, "offered_per_s": rate, **row,
+            KEY: machine_ns_per_op()}
+
+
+def _load(plans: list[Plan], server_pid: int | None, seconds: float, warmup: float
+          ) -> dict[str, Any]:
     outcomes, cpu_pct, cpu_s = run_workers(worker_main, plans, server_pid, seconds, warmup)
     done = summary(outcomes, seconds)
     return {
-        "groups": groups, "members_per_group": members, "connections": connections,
-        "processes": len(plans), "seconds": seconds,
-        "offered_per_s": rate,
         "heartbeats": done["answered"],
         "heartbeats_per_s": done["per_s"],
         "p50_ms": done["p50_ms"], "p99_ms": done["p99_ms"], "max_ms": done["max_ms"],
@@ -118,14 +142,16 @@ def run_bench(security_protocol: str = "PLAINTEXT", mechanism: str = "SCRAM-SHA-
             extra = ["--add-scram", f"{mechanism}=[name={USER},password={PASSWORD}]"] \
                 if mechanism.startswith("SCRAM") else []
         rows = []
-        with ServerProcess(directory / "data", overrides, extra_args=extra) as server:
+        certificate = overrides.get("ssl.keystore.location")
+        with ServerProcess(directory / "data", overrides, extra_args=extra) as server, \
+                echo_server(certificate) as reference:
             server.wait_loaded(30)
             assert server.proc is not None
             for rate in rates or [None]:
                 row = measure(server.bootstrap, server.proc.pid, groups=groups,
                               members=members, connections=connections, processes=processes,
                               rate=rate, seconds=seconds, warmup=warmup, ca=ca,
-                              mechanism=mechanism if uses_sasl else None)
+                              mechanism=mechanism if uses_sasl else None, echo=reference)
                 rows.append({"case": "heartbeats", "security_protocol": security_protocol,
                              "sasl_mechanism": mechanism if uses_sasl else None, **row})
     return rows if rates is not None else rows[0]
@@ -158,11 +184,12 @@ def run(args: argparse.Namespace) -> int:
     rates: list[float | None] = [None] if args.closed or not args.rate else []
     rates += args.rate or []
     if args.bootstrap:
-        for rate in rates:
-            print(json.dumps({"case": "heartbeats", **measure(
-                args.bootstrap, args.server_pid, groups=args.groups, members=args.members,
-                connections=args.connections, processes=args.processes, rate=rate,
-                seconds=args.seconds, warmup=args.warmup)}), flush=True)
+        with echo_server() as reference:
+            for rate in rates:
+                print(json.dumps({"case": "heartbeats", **measure(
+                    args.bootstrap, args.server_pid, groups=args.groups, members=args.members,
+                    connections=args.connections, processes=args.processes, rate=rate,
+                    seconds=args.seconds, warmup=args.warmup, echo=reference)}), flush=True)
         return 0
     rows = run_bench(args.security_protocol, args.sasl_mechanism, args.connections,
                      args.seconds, args.warmup, groups=args.groups, members=args.members,

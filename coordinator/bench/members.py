@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from coordinator.testing import ServerProcess
+from storage.machine import with_machine
 
 from .procfs import status_kb
 from .storm import percentile, quiet_collector
@@ -239,8 +240,9 @@ def run(args: argparse.Namespace) -> int:
     cases = [run_case(int(g), args.members, args.connections, args.join_s, args.hold_s,
                       args.profile, log) for g in args.groups.split(",")]
     if args.json:
-        print(json.dumps({"case": "members", "members": args.members, "profile": args.profile,
-                          "cases": [asdict(c) for c in cases]}))
+        print(json.dumps(with_machine({"case": "members", "members": args.members,
+                                       "profile": args.profile,
+                                       "cases": [asdict(c) for c in cases]})))
     else:
         for c in cases:
             print(f"{c.groups:4} group(s) x {c.members // c.groups} members: RSS "

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from coordinator.testing import ServerProcess
+from storage.machine import with_machine
 
 TOPIC = "bench-produce-consume"
 _STAMP = struct.Struct(">q")
@@ -207,5 +208,5 @@ def run(args: argparse.Namespace) -> int:
                 server.stop()
                 server.kill()
         row["flush_interval_ms"] = args.flush_interval_ms
-    print(json.dumps(row))
+    print(json.dumps(with_machine(row)))
     return 0

@@ -26,6 +26,7 @@ from coordinator.groups.consumer.env import ConsumerGroupSettings
 from coordinator.groups.consumer.heartbeat import refresh_subscription_metadata
 from coordinator.groups.consumer.regex import resolve_all
 from coordinator.testing.consumer_group_context import ConsumerGroupContext
+from storage.machine import with_machine
 
 REGEX = "orders-.*"
 
@@ -97,7 +98,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     result = run_bench(args.topics, args.groups, args.runs)
     if args.json:
-        print(json.dumps(result))
+        print(json.dumps(with_machine(result)))
         return 0
     for key, value in result.items():
         print(f"  {key:28} {value}")

@@ -10,6 +10,8 @@ import statistics
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from storage.machine import with_machine
+
 __all__ = ["add_arguments", "create_topic", "medians", "print_result"]
 
 
@@ -49,7 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser, default_profile: str, profile
 def print_result(result: dict[str, Any], as_json: bool, lines: Iterable[str]) -> int:
     """``result`` as one JSON object, or a heading and ``lines`` (one per key); exit code 0."""
     if as_json:
-        print(json.dumps(result))
+        print(json.dumps(with_machine(result)))
         return 0
     print(f"profile {result['profile']}, median of {result['runs']} runs:")
     for line in lines:

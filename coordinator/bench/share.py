@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from coordinator.testing import ServerProcess
+from storage.machine import with_machine
 
 TOPIC = "bench-share"
 SERVER_OVERRIDES = {"group.share.assignment.interval.ms": "0",
@@ -192,5 +193,5 @@ def run(args: argparse.Namespace) -> int:
         with ServerProcess(Path(tmp) / "data", SERVER_OVERRIDES) as server:
             row = run_bench(server.bootstrap, args.records, args.record_bytes,
                             args.partitions, args.consumers, args.timeout)
-    print(json.dumps(row))
+    print(json.dumps(with_machine(row)))
     return 0

@@ -13,6 +13,7 @@ from typing import Any
 
 from coordinator.testing import ServerProcess
 from storage.bench import run_store_replay
+from storage.machine import with_machine
 
 TOPIC = "bench-commits"
 PARTITIONS = 8
@@ -90,5 +91,5 @@ def run(args: argparse.Namespace) -> int:
         {"case": "replay", **run_store_replay(records=args.records)},
     ]
     for row in rows:
-        print(json.dumps(row))
+        print(json.dumps(with_machine(row)))
     return 0

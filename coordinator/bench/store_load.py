@@ -21,6 +21,11 @@ quick restart, and so is the server's bytecode: the bench compiles the server's 
 starts, not the compilation of ~250 modules that an environment with
 ``PYTHONDONTWRITEBYTECODE`` set would redo at every start (``PYTHONPYCACHEPREFIX`` set to an
 empty directory measures that case: 0.2-0.3 s more).
+
+The reference, in the same run: a raw sequential read of the same segment files, framing only
+(``storage.bench.raw_read``: ``raw_read_s``, ``raw_read_bytes_per_s``,
+``raw_read_records_per_s``), and ``start_to_serving_vs_raw_read``, the start-to-serving time
+as a multiple of that read's.
 """
 
 from __future__ import annotations
@@ -46,6 +51,8 @@ from coordinator.testing import ServerProcess
 from coordinator.testing.server_process import ROOT
 from protocol import ErrorCode
 from storage import snapshot
+from storage.bench import raw_read, segment_files
+from storage.machine import with_machine
 from storage.records import OffsetCommitKey, OffsetCommitValue, encode_key, encode_value
 from storage.store import Store
 
@@ -227,10 +234,14 @@ def run_size(records: int, runs: int, directory: str | None) -> list[dict[str, A
             extra: dict[str, Any] = {}
             if case == "with snapshots":
                 extra["snapshot_s"] = round(take_snapshots(tmp), 2)
+            ceiling = raw_read(segment_files(tmp))
             samples = [time_start(tmp, built) for _ in range(runs)]
             row: dict[str, Any] = {"case": case, **common, **extra, "runs": runs}
             for key in samples[0]:
                 row[key] = round(statistics.median(s[key] for s in samples), 3)
+            row.update({k: v for k, v in ceiling.items() if k != "raw_read_records"})
+            row["start_to_serving_vs_raw_read"] = round(
+                row["start_to_serving_s"] / max(ceiling["raw_read_s"], 1e-3), 1)
             row["samples_start_to_serving_s"] = [round(s["start_to_serving_s"], 3)
                                                  for s in samples]
             rows.append(row)
@@ -251,7 +262,7 @@ def run(args: argparse.Namespace) -> int:
     for records in (int(n) for n in args.records.split(",")):
         for row in run_size(records, args.runs, args.directory):
             if args.json:
-                print(json.dumps(row), flush=True)
+                print(json.dumps(with_machine(row)), flush=True)
             else:
                 print(f"{row['records']:>9} records, {row['case']:18}: start to serving "
                       f"{row['start_to_serving_s']:.3f} s (server load "

@@ -8,10 +8,12 @@ measured by a process that does nothing else). Three settings run in turn on the
 and group, switched through the large group's own configs (IncrementalAlterConfigs):
 (interval 0, offload off), (interval 1000, offload off), (interval 1000, offload on). For each:
 the bystanders' heartbeat latency p50/p99/max over the phase, and the large group's time from
-the end of its churn to a stable assignment. Each setting starts with the bystanders spread
-over their heartbeat interval again: clients heartbeat an interval after each answer, so a long
-stall in one setting bunches them, and the bunch (each waiting for the others' answers) would
-carry into the next setting's numbers.
+the end of its churn to a stable assignment. Before the large group joins, a no-churn phase
+as long as each setting's (the bystanders alone) is the run's reference: each churn row's
+``bystander_p99_vs_no_churn`` is its bystander p99 over the no-churn p99. Each setting starts
+with the bystanders spread over their heartbeat interval again: clients heartbeat an interval
+after each answer, so a long stall in one setting bunches them, and the bunch (each waiting
+for the others' answers) would carry into the next setting's numbers.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from coordinator.testing import ServerProcess
+from storage.machine import KEY, machine_ns_per_op
 
 from .request_loop import quiet_collector
 from .storm_client import Member, Wire, create_topics, describe_group, set_group_configs
@@ -52,6 +55,23 @@ class PhaseResult:
     large_group_heartbeats_per_s: float = 0.0
     """The large group's heartbeats over the phase (its churn and the heartbeats the server
     asked for with shortened intervals while a target was pending: bounded, issue 24)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Baseline:
+    """The no-churn phase: the bystanders alone on the server, in the same run."""
+
+    bystander_p50_ms: float
+    bystander_p99_ms: float
+    bystander_max_ms: float
+    bystander_samples: int
+
+
+def versus(p99_ms: float, baseline: Baseline) -> float | None:
+    """A churn phase's bystander p99 as a multiple of the no-churn p99."""
+    if not baseline.bystander_p99_ms > 0:  # (also NaN: no samples)
+        return None
+    return round(p99_ms / baseline.bystander_p99_ms, 2)
 
 
 # ------------------------------------------------------------------------------ inputs
@@ -167,7 +187,8 @@ class LargeGroup:
 
 
 # ------------------------------------------------------------------------------ the run
-async def _run(args: argparse.Namespace, bootstrap: str, log: Any) -> list[PhaseResult]:
+async def _run(args: argparse.Namespace, bootstrap: str, log: Any
+               ) -> tuple[Baseline, list[PhaseResult]]:
     admin = await Wire.connect(bootstrap)
     names = [f"storm-{i}" for i in range(args.topics)]
     began = time.monotonic()
@@ -183,6 +204,13 @@ async def _run(args: argparse.Namespace, bootstrap: str, log: Any) -> list[Phase
     proc.start()
     await asyncio.to_thread(parent.recv)  # "ready"
     log(f"{args.bystander_groups} bystander groups x {args.bystander_members} members running")
+
+    # the reference: the bystanders alone, before the large group exists
+    parent.send("restagger")
+    await asyncio.sleep(BYSTANDER_HEARTBEAT_S)
+    quiet = time.monotonic()
+    await asyncio.sleep(args.duration_s)
+    log(f"no-churn phase: the bystanders alone for {args.duration_s:g}s")
 
     conns = [await Wire.connect(bootstrap) for _ in range(args.connections)]
     group = LargeGroup(conns, subscriptions(names, args.members, args.distinct_subscriptions))
@@ -219,6 +247,9 @@ async def _run(args: argparse.Namespace, bootstrap: str, log: Any) -> list[Phase
         await conn.close()
     await admin.close()
 
+    window = [ms for t, ms in latencies if quiet <= t <= quiet + args.duration_s]
+    baseline = Baseline(round(percentile(window, 0.50), 2), round(percentile(window, 0.99), 2),
+                        round(max(window, default=float("nan")), 2), len(window))
     results = []
     for interval, offload, start, end, stable, churns in phases:
         window = [ms for t, ms in latencies if start <= t <= end]
@@ -228,7 +259,7 @@ async def _run(args: argparse.Namespace, bootstrap: str, log: Any) -> list[Phase
             round(percentile(window, 0.99), 2), round(max(window, default=float("nan")), 2),
             None if stable is None else round(stable, 2), len(window), churns,
             round(large / max(end - start, 1e-9), 1)))
-    return results
+    return baseline, results
 
 
 def server_overrides(args: argparse.Namespace) -> dict[str, str]:
@@ -241,16 +272,21 @@ def server_overrides(args: argparse.Namespace) -> dict[str, str]:
     }
 
 
-def table(results: list[PhaseResult]) -> str:
-    head = (f"{'interval_ms':>11} {'offload':>7} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} "
-            f"{'stable s':>9} {'samples':>8} {'churns':>7} {'large hb/s':>10}")
-    rows = [head]
+def table(baseline: Baseline, results: list[PhaseResult]) -> str:
+    head = (f"{'interval_ms':>11} {'offload':>7} {'p50 ms':>8} {'p99 ms':>8} {'x no-churn':>10} "
+            f"{'max ms':>8} {'stable s':>9} {'samples':>8} {'churns':>7} {'large hb/s':>10}")
+    b = baseline
+    rows = [head, f"{'no-churn':>19} {b.bystander_p50_ms:>8.2f} {b.bystander_p99_ms:>8.2f} "
+                  f"{1.0:>10.2f} {b.bystander_max_ms:>8.2f} {'':>9} {b.bystander_samples:>8}"]
     for r in results:
         stable = "timeout" if r.large_group_stable_s is None else f"{r.large_group_stable_s:.2f}"
+        ratio = versus(r.bystander_p99_ms, baseline)
         rows.append(f"{r.interval_ms:>11} {('on' if r.offload else 'off'):>7} "
                     f"{r.bystander_p50_ms:>8.2f} {r.bystander_p99_ms:>8.2f} "
+                    f"{'-' if ratio is None else f'{ratio:.2f}':>10} "
                     f"{r.bystander_max_ms:>8.2f} {stable:>9} {r.bystander_samples:>8} "
                     f"{r.churn_events:>7} {r.large_group_heartbeats_per_s:>10.1f}")
+    rows.append(f"machine: {machine_ns_per_op()} ns/op")
     return "\n".join(rows)
 
 
@@ -288,25 +324,37 @@ def run(args: argparse.Namespace) -> int:
             print(f"# {text}", flush=True)
 
     if args.bootstrap:
-        return _report(args, asyncio.run(_run(args, args.bootstrap, log)))
+        return _report(args, *asyncio.run(_run(args, args.bootstrap, log)))
     with tempfile.TemporaryDirectory(prefix="storm-") as tmp:
         log_dir = Path(args.log_dir) if args.log_dir else Path(tmp)
         server = ServerProcess(log_dir, server_overrides(args)).start(timeout=120)
         try:
-            results = asyncio.run(_run(args, server.bootstrap, log))
+            baseline, results = asyncio.run(_run(args, server.bootstrap, log))
         finally:
             server.stop(60)
-    return _report(args, results)
+    return _report(args, baseline, results)
 
 
-def _report(args: argparse.Namespace, results: list[PhaseResult]) -> int:
+def rows(baseline: Baseline, results: list[PhaseResult]) -> list[dict[str, Any]]:
+    """The JSON rows: the no-churn phase, then one per churn setting."""
+    out: list[dict[str, Any]] = [{"phase": "no-churn", **asdict(baseline),
+                                  KEY: machine_ns_per_op()}]
+    for result in results:
+        row = asdict(result)
+        out.append({"phase": "churn", **{k: row[k] for k in (
+            "interval_ms", "offload", "bystander_p50_ms", "bystander_p99_ms")},
+            "bystander_p99_vs_no_churn": versus(result.bystander_p99_ms, baseline),
+            **{k: row[k] for k in ("bystander_max_ms", "large_group_stable_s",
+                                   "large_group_heartbeats_per_s", "bystander_samples",
+                                   "churn_events")},
+            KEY: machine_ns_per_op()})
+    return out
+
+
+def _report(args: argparse.Namespace, baseline: Baseline, results: list[PhaseResult]) -> int:
     if args.json:
-        for result in results:
-            row = asdict(result)
-            print(json.dumps({k: row[k] for k in (
-                "interval_ms", "offload", "bystander_p50_ms", "bystander_p99_ms",
-                "bystander_max_ms", "large_group_stable_s", "large_group_heartbeats_per_s")}),
-                  flush=True)
+        for row in rows(baseline, results):
+            print(json.dumps(row), flush=True)
     else:
-        print(table(results))
+        print(table(baseline, results))
     return 0

@@ -11,7 +11,8 @@ from coordinator.bench import commits, heartbeats
 pytestmark = pytest.mark.slow
 
 HEARTBEAT_KEYS = {"offered_per_s", "heartbeats_per_s", "p50_ms", "p99_ms", "max_ms",
-                  "server_cpu_pct"}
+                  "server_cpu_pct", "echo_heartbeats_per_s", "ratio_to_echo",
+                  "machine_ns_per_op"}
 
 
 def test_bench_heartbeats_closed_then_open_loop() -> None:
@@ -24,10 +25,16 @@ def test_bench_heartbeats_closed_then_open_loop() -> None:
         assert row["errors"] == 0, row["first_error"]
         assert row["heartbeats"] > 0 and 0 < row["p50_ms"] <= row["p99_ms"] <= row["max_ms"]
         assert row["server_cpu_pct"] > 0
+        # the same load against the echo reference, in the same run
+        assert row["echo_heartbeats_per_s"] > 0 and "echo_first_error" not in row
+        assert row["ratio_to_echo"] == round(
+            row["heartbeats_per_s"] / row["echo_heartbeats_per_s"], 3)
+        assert row["machine_ns_per_op"] > 0
     assert closed["offered_per_s"] is None
     assert opened["offered_per_s"] == 400.0
     # an open loop sends what is due, not more: its answers in the window are about the rate
     assert opened["heartbeats_per_s"] <= 400 * 1.25
+    assert opened["echo_heartbeats_per_s"] <= 400 * 1.25
 
 
 def test_bench_commits_one_and_eight_partitions_per_commit() -> None:

@@ -1,5 +1,6 @@
 """``python -m coordinator bench storm`` end to end at a small scale: a real server process, the
-load generator's members and bystanders over TCP, all three settings, one JSON line each."""
+load generator's members and bystanders over TCP, the no-churn reference and all three
+settings, one JSON line each."""
 
 from __future__ import annotations
 
@@ -9,8 +10,11 @@ import sys
 
 import pytest
 
-KEYS = {"interval_ms", "offload", "bystander_p50_ms", "bystander_p99_ms", "bystander_max_ms",
-        "large_group_stable_s", "large_group_heartbeats_per_s"}
+KEYS = {"phase", "interval_ms", "offload", "bystander_p50_ms", "bystander_p99_ms",
+        "bystander_p99_vs_no_churn", "bystander_max_ms", "large_group_stable_s",
+        "large_group_heartbeats_per_s", "bystander_samples", "churn_events", "machine_ns_per_op"}
+NO_CHURN_KEYS = {"phase", "bystander_p50_ms", "bystander_p99_ms", "bystander_max_ms",
+                 "bystander_samples", "machine_ns_per_op"}
 
 
 @pytest.mark.slow
@@ -23,11 +27,18 @@ def test_bench_storm_reports_each_setting_as_a_json_line() -> None:
          "--stable-timeout-s", "60"],
         capture_output=True, text=True, timeout=220, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
-    rows = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    baseline, *rows = [json.loads(line) for line in done.stdout.splitlines()
+                       if line.startswith("{")]
+    # the reference: the bystanders alone, in the same run
+    assert set(baseline) == NO_CHURN_KEYS and baseline["phase"] == "no-churn"
+    assert 0 < baseline["bystander_p50_ms"] <= baseline["bystander_p99_ms"]
+    assert baseline["bystander_samples"] > 0 and baseline["machine_ns_per_op"] > 0
     assert [(r["interval_ms"], r["offload"]) for r in rows] == [(0, False), (1000, False),
                                                                 (1000, True)]
     for row in rows:
-        assert set(row) == KEYS
+        assert set(row) == KEYS and row["phase"] == "churn"
+        assert row["bystander_p99_vs_no_churn"] == round(
+            row["bystander_p99_ms"] / baseline["bystander_p99_ms"], 2)
         # bystanders heartbeat once a second: two seconds of each setting gave samples
         assert 0 < row["bystander_p50_ms"] <= row["bystander_p99_ms"] <= row["bystander_max_ms"]
         assert row["large_group_stable_s"] is not None  # the churned group settled again
