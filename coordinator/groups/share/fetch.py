@@ -42,6 +42,8 @@ class PartitionRequest:
     acks: tuple[AckBatch, ...] = ()
     ack_error: ErrorCode | None = None
     """Set by the API layer when the acknowledgement batches are malformed (INVALID_REQUEST)."""
+    max_bytes: int | None = None
+    """ShareFetch v0's PartitionMaxBytes (0: acknowledge only); None in v1."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,8 +195,10 @@ def _acknowledge(staged: _Staged, member_id: str, request: PartitionRequest,
 
 # ------------------------------------------------------------------------------ acquire
 def _acquire(staged: _Staged, env: ShareGroupEnv, request: FetchRequest,
-             result: PartitionResult, settings: GroupSettings, budget: int) -> int:
-    """Acquire up to ``budget`` records of one partition for the member; the number taken."""
+             result: PartitionResult, settings: GroupSettings, budget: int,
+             max_bytes: int) -> int:
+    """Acquire up to ``budget`` records (in about ``max_bytes``) of one partition for the
+    member; the number taken."""
     name = result.topic_name
     tp = (result.topic_id, result.partition)
     if name is None or result.error is not ErrorCode.none:
@@ -217,10 +221,11 @@ def _acquire(staged: _Staged, env: ShareGroupEnv, request: FetchRequest,
                  reset=settings.auto_offset_reset)
     elif log_start > work.start_offset:
         staged.write(tp, work.log_start_moved(log_start))
-    if budget <= 0 or not work.can_acquire(settings.partition_max_record_locks):
+    if (budget <= 0 or max_bytes <= 0
+            or not work.can_acquire(settings.partition_max_record_locks)):
         return 0
     batches = env.logs.batches(name, result.partition, work.next_fetch_offset(), budget,
-                               request.max_bytes)
+                               max_bytes)
     if not batches:
         return 0
     acquisition = work.acquire(request.member_id, batches, budget, request.batch_size,
@@ -301,13 +306,16 @@ def fetch(shard: Any, now_ms: int, env: ShareGroupEnv, request: FetchRequest) ->
         session.add((p.topic_id, p.partition) for p in request.partitions)
         session.forget(request.forgotten)
         session.epoch = next_epoch(request.session_epoch)
+    session.max_bytes.update({(p.topic_id, p.partition): p.max_bytes
+                              for p in request.partitions if p.max_bytes is not None})
     budget = request.max_records
+    limits = session.byte_limits(request.max_bytes)
     for tp in session.partitions:
         found = results.get(tp)
         if found is None:
             name, error = _topic_name(env, tp[0], tp[1])
             found = results[tp] = PartitionResult(tp[0], tp[1], name, error)
-        budget -= _acquire(staged, env, request, found, settings, budget)
+        budget -= _acquire(staged, env, request, found, settings, budget, limits[tp])
     out.partitions = [r for tp, r in results.items()
                       if (tp in session.partitions and _answered(session, tp, r, full))
                       or r.ack_error is not None]
@@ -338,10 +346,11 @@ def acquire_more(shard: Any, now_ms: int, env: ShareGroupEnv, request: FetchRequ
     out.lock_duration_ms = settings.record_lock_duration_ms
     staged = _Staged(shard, env, request.group_id, now_ms)
     budget = request.max_records
+    limits = session.byte_limits(request.max_bytes)
     for tp in session.partitions:
         name, error = _topic_name(env, tp[0], tp[1])
         result = PartitionResult(tp[0], tp[1], name, error)
-        taken = _acquire(staged, env, request, result, settings, budget)
+        taken = _acquire(staged, env, request, result, settings, budget, limits[tp])
         budget -= taken
         if taken:
             out.partitions.append(result)
