@@ -48,6 +48,8 @@ class ShareSession:
     max_bytes: dict[TopicPartition, int] = field(default_factory=dict)
     """ShareFetch v0's PartitionMaxBytes, as last sent for a partition (Kafka 4.0's
     ``CachedSharePartition``): 0 fetches nothing from it. v1 has no per-partition limit."""
+    waiting: dict[TopicPartition, list[int]] = field(default_factory=dict)
+    """What the member acquired while others waited for their assignment (``waiting``)."""
 
     def add(self, partitions: Iterable[TopicPartition]) -> None:
         for tp in partitions:
