@@ -70,6 +70,8 @@ def schema(api_key: int, version: int) -> Schema:
     if name is None:
         raise UnknownApi(f"unknown api key {api_key}")
     derived = early_access.classes(api_key) if version == 0 else None
+    request_type: Any
+    response_type: Any
     if derived is not None:
         request_type, response_type = derived
     else:

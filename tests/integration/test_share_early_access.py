@@ -86,7 +86,8 @@ class EarlyMember:
             with WireClient(self.bootstrap, timeout=10) as client:
                 topic_id = _join_v0(client, self.member_id)
                 self.joined.set()
-                epoch, pending = 0, []
+                epoch = 0
+                pending: list[tuple[int, int, tuple[int, ...]]] = []
                 while not self.stop.is_set():
                     topics: FetchTopics = {topic_id: {0: pending}}
                     response = share_fetch(client, GROUP, self.member_id, epoch, topics,

@@ -30,7 +30,7 @@ def test_fetch_max_bytes_zero_gets_no_records(tmp_path: Path) -> None:
 
         def polled_a_while() -> bool:
             nonlocal polls
-            got.extend(m.offset() for m in starved.poll(0.2) if m.error() is None)
+            got.extend(m.offset() or 0 for m in starved.poll(0.2) if m.error() is None)
             polls += 1
             return polls >= 30  # several fetch rounds, each waiting MaxWaitMs on the server
         wait_until(polled_a_while, 60, interval=0, message="30 polls")
@@ -41,7 +41,7 @@ def test_fetch_max_bytes_zero_gets_no_records(tmp_path: Path) -> None:
         received: list[int] = []
 
         def all_received() -> bool:
-            received.extend(m.offset() for m in fed.poll(0.2) if m.error() is None)
+            received.extend(m.offset() or 0 for m in fed.poll(0.2) if m.error() is None)
             return len(received) >= 5
         wait_until(all_received, 60, interval=0, message="the records, by a default consumer")
         fed.close()

@@ -26,7 +26,7 @@ class Poller:
 
     def __init__(self, bootstrap: str) -> None:
         self.conf = {"bootstrap.servers": bootstrap, "group.id": GROUP, "log_level": 0}
-        self.offsets: list[tuple[int, int]] = []
+        self.offsets: list[tuple[int | None, int | None]] = []
         self.errors: list[str] = []
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)

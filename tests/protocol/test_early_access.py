@@ -34,7 +34,7 @@ def test_share_fetch_v0_has_kafka_4_0s_fields() -> None:
     assert _names(request.FetchPartition) == [
         "partition_index", "partition_max_bytes", "acknowledgement_batches"]
     assert "acquisition_lock_timeout" not in _names(v0.response_type)
-    assert int(v0.request_type.__version__) == 0 and v0.flexible
+    assert int(v0.request_type.__version__) == 0 and v0.flexible  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("api_key", [ApiKey.SHARE_GROUP_HEARTBEAT, ApiKey.SHARE_GROUP_DESCRIBE,
