@@ -14,8 +14,10 @@ from __future__ import annotations
 import threading
 import uuid
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
 from confluent_kafka import AcknowledgeType
 
 import protocol
@@ -68,6 +70,18 @@ def _join_v0(client: WireClient, member_id: str) -> uuid.UUID:
     return topic_id
 
 
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[ServerProcess]:
+    """A server with the topic, and the group configured to start at the earliest offset."""
+    started = ServerProcess(tmp_path / "data", OVERRIDES).start()
+    try:
+        create_topic(started.bootstrap, TOPIC)
+        set_group_configs(started.bootstrap, GROUP, {"share.auto.offset.reset": "earliest"})
+        yield started
+    finally:
+        started.stop()
+
+
 class EarlyMember:
     """A v0 share member on its own thread: ShareFetch v0, every record accepted in the next
     ShareFetch (piggybacked), closed with a final ShareAcknowledge v0."""
@@ -113,100 +127,88 @@ class EarlyMember:
             self.errors.append(repr(exc))
 
 
-def test_a_v0_member_and_a_v1_share_consumer_share_one_group(tmp_path: Path) -> None:
-    server = ServerProcess(tmp_path / "data", OVERRIDES).start()
+def test_a_v0_member_and_a_v1_share_consumer_share_one_group(server: ServerProcess) -> None:
+    bootstrap = server.bootstrap
+    with WireClient(bootstrap) as client:
+        [versions] = [k for k in client.request(protocol.make(
+            protocol.schema(ApiKey.API_VERSIONS, 3).request_type,
+            client_software_name="wire", client_software_version="1")).api_keys
+            if k.api_key == ApiKey.SHARE_FETCH]
+        assert (versions.min_version, versions.max_version) == (0, 1)
+    early = EarlyMember(bootstrap, str(uuid.uuid4()))
+    early.thread.start()
+    assert early.joined.wait(20), early.errors
+    ledger = Ledger()
+    worker = ShareWorker("v1", share_config(bootstrap, GROUP), [TOPIC], ledger).start()
     try:
-        bootstrap = server.bootstrap
-        create_topic(bootstrap, TOPIC)
-        set_group_configs(bootstrap, GROUP, {"share.auto.offset.reset": "earliest"})
-        with WireClient(bootstrap) as client:
-            [versions] = [k for k in client.request(protocol.make(
-                protocol.schema(ApiKey.API_VERSIONS, 3).request_type,
-                client_software_name="wire", client_software_version="1")).api_keys
-                if k.api_key == ApiKey.SHARE_FETCH]
-            assert (versions.min_version, versions.max_version) == (0, 1)
-        early = EarlyMember(bootstrap, str(uuid.uuid4()))
-        early.thread.start()
-        assert early.joined.wait(20), early.errors
-        ledger = Ledger()
-        worker = ShareWorker("v1", share_config(bootstrap, GROUP), [TOPIC], ledger).start()
-        try:
-            def both_assigned() -> bool:
-                members = share_group_describe(bootstrap, GROUP, version=0).members
-                return len(members) == 2 and all(m.assignment.topic_partitions
-                                                 for m in members)
+        def both_assigned() -> bool:
+            members = share_group_describe(bootstrap, GROUP, version=0).members
+            return len(members) == 2 and all(m.assignment.topic_partitions
+                                             for m in members)
 
-            wait_until(both_assigned, 20, message="both members assigned the partition")
-            total = 300
-            produce(bootstrap, TOPIC, total, per_flush=10)
+        wait_until(both_assigned, 20, message="both members assigned the partition")
+        total = 300
+        produce(bootstrap, TOPIC, total, per_flush=10)
 
-            def all_accepted() -> bool:
-                return len(early.accepted) + len(ledger.committed_offsets()) >= total
+        def all_accepted() -> bool:
+            return len(early.accepted) + len(ledger.committed_offsets()) >= total
 
-            wait_until(all_accepted, 60, interval=0.2, message="every record accepted")
-        finally:
-            early.stop.set()
-            early.thread.join(20)
-            worker.close()
-        assert early.errors == [] and ledger.errors == []
-        v1 = [a.offset for a in ledger.acks() if a.ok]
-        counts = Counter(early.accepted + v1)
-        assert set(counts) == set(range(total))
-        assert max(counts.values()) == 1, [o for o, n in counts.items() if n > 1]
-        assert early.accepted and v1, (len(early.accepted), len(v1))
-        described = share_group_describe(bootstrap, GROUP, version=0)
-        assert described.error_code == 0
+        wait_until(all_accepted, 60, interval=0.2, message="every record accepted")
     finally:
-        server.stop()
+        early.stop.set()
+        early.thread.join(20)
+        worker.close()
+    assert early.errors == [] and ledger.errors == []
+    v1 = [a.offset for a in ledger.acks() if a.ok]
+    counts = Counter(early.accepted + v1)
+    assert set(counts) == set(range(total))
+    assert max(counts.values()) == 1, [o for o, n in counts.items() if n > 1]
+    assert early.accepted and v1, (len(early.accepted), len(v1))
+    described = share_group_describe(bootstrap, GROUP, version=0)
+    assert described.error_code == 0
 
 
-def test_bad_v0_share_requests_get_kafkas_errors(tmp_path: Path) -> None:
-    server = ServerProcess(tmp_path / "data", OVERRIDES).start()
-    try:
-        bootstrap = server.bootstrap
-        create_topic(bootstrap, TOPIC)
-        set_group_configs(bootstrap, GROUP, {"share.auto.offset.reset": "earliest"})
-        produce(bootstrap, TOPIC, 10)
-        E = ErrorCode
-        with WireClient(bootstrap) as client:
-            assert share_heartbeat(client, GROUP, "", 0, [TOPIC], version=0).error_code == \
-                E.invalid_request
-            assert share_heartbeat(client, GROUP, "m0", 0, None, version=0).error_code == \
-                E.invalid_request
-            topic_id = _join_v0(client, "m0")
-            whole: FetchTopics = {topic_id: {0: []}}
-            ack: FetchTopics = {topic_id: {0: [(0, 4, (ACCEPT,))]}}
-            # acknowledgements may not open a session; ShareAcknowledge cannot open one
-            assert share_fetch(client, GROUP, "m0", 0, ack, version=0).error_code == \
-                E.invalid_request
-            assert share_acknowledge(client, GROUP, "m0", 0, ack, version=0).error_code == \
-                E.invalid_share_session_epoch
-            assert share_fetch(client, GROUP, "", 0, whole, version=0).error_code == \
-                E.invalid_request
-            # PartitionMaxBytes 0: a session opened, nothing fetched
-            empty = share_fetch(client, GROUP, "m0", 0, whole, version=0,
-                                partition_max_bytes=0)
-            assert (empty.error_code, _acquired(empty)) == (0, [])
-            assert share_fetch(client, GROUP, "m0", 7, whole, version=0).error_code == \
-                E.invalid_share_session_epoch
-            fetched = share_fetch(client, GROUP, "m0", 1, whole, version=0)
-            assert (fetched.error_code, _acquired(fetched)) == (0, [(0, 9)])
-            # acknowledge types past REJECT (v2's Renew) and descending batches: INVALID_REQUEST
-            for epoch, batches in ((2, [(0, 4, (4,))]),
-                                   (3, [(5, 9, (ACCEPT,)), (0, 4, (ACCEPT,))])):
-                bad = share_acknowledge(client, GROUP, "m0", epoch, {topic_id: {0: batches}},
-                                        version=0)
-                assert [p.error_code for t in bad.responses for p in t.partitions] == \
-                    [E.invalid_request], bad
-            # acknowledge only (PartitionMaxBytes 0), then close: accepted, nothing redelivered
-            done = share_fetch(client, GROUP, "m0", 4, {topic_id: {0: [(0, 9, (ACCEPT,))]}},
-                               version=0, partition_max_bytes=0)
-            assert [p.acknowledge_error_code for t in done.responses for p in t.partitions] \
-                == [E.none] and _acquired(done) == []
-            assert share_acknowledge(client, GROUP, "m0", -1, {}, version=0).error_code == 0
-            produce(bootstrap, TOPIC, 2, start=10)
-            again = share_fetch(client, GROUP, "m0", 0, whole, max_wait_ms=5000, version=0)
-            assert (again.error_code, _acquired(again)) == (0, [(10, 11)])
-        assert server.alive()
-    finally:
-        server.stop()
+def test_bad_v0_share_requests_get_kafkas_errors(server: ServerProcess) -> None:
+    bootstrap = server.bootstrap
+    produce(bootstrap, TOPIC, 10)
+    E = ErrorCode
+    with WireClient(bootstrap) as client:
+        assert share_heartbeat(client, GROUP, "", 0, [TOPIC], version=0).error_code == \
+            E.invalid_request
+        assert share_heartbeat(client, GROUP, "m0", 0, None, version=0).error_code == \
+            E.invalid_request
+        topic_id = _join_v0(client, "m0")
+        whole: FetchTopics = {topic_id: {0: []}}
+        ack: FetchTopics = {topic_id: {0: [(0, 4, (ACCEPT,))]}}
+        # acknowledgements may not open a session; ShareAcknowledge cannot open one
+        assert share_fetch(client, GROUP, "m0", 0, ack, version=0).error_code == \
+            E.invalid_request
+        assert share_acknowledge(client, GROUP, "m0", 0, ack, version=0).error_code == \
+            E.invalid_share_session_epoch
+        assert share_fetch(client, GROUP, "", 0, whole, version=0).error_code == \
+            E.invalid_request
+        # PartitionMaxBytes 0: a session opened, nothing fetched
+        empty = share_fetch(client, GROUP, "m0", 0, whole, version=0,
+                            partition_max_bytes=0)
+        assert (empty.error_code, _acquired(empty)) == (0, [])
+        assert share_fetch(client, GROUP, "m0", 7, whole, version=0).error_code == \
+            E.invalid_share_session_epoch
+        fetched = share_fetch(client, GROUP, "m0", 1, whole, version=0)
+        assert (fetched.error_code, _acquired(fetched)) == (0, [(0, 9)])
+        # acknowledge types past REJECT (v2's Renew) and descending batches: INVALID_REQUEST
+        for epoch, batches in ((2, [(0, 4, (4,))]),
+                               (3, [(5, 9, (ACCEPT,)), (0, 4, (ACCEPT,))])):
+            bad = share_acknowledge(client, GROUP, "m0", epoch, {topic_id: {0: batches}},
+                                    version=0)
+            assert [p.error_code for t in bad.responses for p in t.partitions] == \
+                [E.invalid_request], bad
+        # acknowledge only (PartitionMaxBytes 0), then close: accepted, nothing redelivered
+        done = share_fetch(client, GROUP, "m0", 4, {topic_id: {0: [(0, 9, (ACCEPT,))]}},
+                           version=0, partition_max_bytes=0)
+        assert [p.acknowledge_error_code for t in done.responses for p in t.partitions] \
+            == [E.none] and _acquired(done) == []
+        assert share_acknowledge(client, GROUP, "m0", -1, {}, version=0).error_code == 0
+        produce(bootstrap, TOPIC, 2, start=10)
+        again = share_fetch(client, GROUP, "m0", 0, whole, max_wait_ms=5000, version=0)
+        assert (again.error_code, _acquired(again)) == (0, [(10, 11)])
+    assert server.alive()
