@@ -173,8 +173,14 @@ def test_bad_v0_share_requests_get_kafkas_errors(server: ServerProcess) -> None:
     produce(bootstrap, TOPIC, 10)
     E = ErrorCode
     with WireClient(bootstrap) as client:
-        assert share_heartbeat(client, GROUP, "", 0, [TOPIC], version=0).error_code == \
+        # v0: the coordinator generates the member id of a member joining without one
+        joined = share_heartbeat(client, GROUP, "", 0, [TOPIC], version=0)
+        assert joined.error_code == 0 and len(joined.member_id) == 22
+        assert share_heartbeat(client, GROUP, joined.member_id, -1, None,
+                               version=0).error_code == 0
+        assert share_heartbeat(client, GROUP, "", 1, None, version=0).error_code == \
             E.invalid_request
+        assert share_heartbeat(client, GROUP, "", 0, [TOPIC]).error_code == E.invalid_request
         assert share_heartbeat(client, GROUP, "m0", 0, None, version=0).error_code == \
             E.invalid_request
         topic_id = _join_v0(client, "m0")
