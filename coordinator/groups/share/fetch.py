@@ -267,11 +267,13 @@ def _open_session(shard: Any, env: ShareGroupEnv, request: FetchRequest) -> Shar
     if any(p.acks for p in request.partitions):
         raise CoordinatorError(ErrorCode.invalid_request,
                                "Acknowledge data present in the initial share fetch request.")
-    sessions.pop(key, None)
+    old = sessions.pop(key, None)
     if len(env.sessions) >= env.settings.max_share_sessions:
         raise CoordinatorError(ErrorCode.share_session_limit_reached,
                                "The limit of share sessions on this node is reached.")
     session = ShareSession(next_epoch(INITIAL_EPOCH))
+    if old is not None:  # what the member took while others waited counts on
+        session.waiting = old.waiting
     session.add((p.topic_id, p.partition) for p in request.partitions)
     sessions[key] = session
     env.sessions.add(session)
