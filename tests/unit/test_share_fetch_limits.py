@@ -118,3 +118,14 @@ def test_a_member_behind_its_target_acquires_only_from_its_new_partitions() -> N
     epoch = ctx.group(G).members["a"].member_epoch
     ctx.heartbeat(G, "a", epoch)
     assert set(taken(ctx.fetch(G, "b", 0, parts(ctx, 2)))) == set(b_has)
+
+
+def test_a_reopened_session_does_not_renew_the_members_share() -> None:
+    ctx = context(assignment_interval_ms=30_000)
+    ctx.heartbeat(G, "a", 0, [T])
+    ctx.fetch(G, "a", 0, parts(ctx))
+    ctx.heartbeat(G, "b", 0, [T])  # waits for its assignment
+    ctx.logs.produce(T, 0, 100)
+    assert taken(ctx.fetch(G, "a", 1)) == {0: [(0, 49)]}
+    ctx.acknowledge(G, "a", 2, parts(ctx, acks=((0, 49, (ACCEPT,)),)))
+    assert taken(ctx.fetch(G, "a", 0, parts(ctx))) == {}  # a new session, the same share
