@@ -1,4 +1,5 @@
-"""Where the message classes come from: kio, generated from Kafka's own message schemas.
+"""Where the message classes come from: kio, generated from Kafka's own message schemas (and,
+for the v0 share APIs kio no longer has, ``early_access``, derived from kio's v1).
 
 One cached ``Schema`` per (api key, version) holds the request and response classes and their
 compiled readers and writers.
@@ -16,6 +17,7 @@ from kio.schema.index import api_key_map, schema_name_map
 from kio.serial import entity_reader
 from kio.static.constants import EntityType
 
+from . import early_access
 from .apikeys import ApiKey
 from .errors import UnknownApi, UnknownSchema
 from .fastwrite import BufferWriter, compile_writer, stream_writer
@@ -57,6 +59,8 @@ def known_versions(api_key: int) -> range:
     if name is None:
         return range(0)
     versions = sorted(schema_name_map[name])
+    if early_access.classes(api_key) is not None:
+        versions.insert(0, 0)
     return range(versions[0], versions[-1] + 1)
 
 
@@ -65,12 +69,19 @@ def schema(api_key: int, version: int) -> Schema:
     name = api_key_map.get(api_key)
     if name is None:
         raise UnknownApi(f"unknown api key {api_key}")
-    try:
-        paths = schema_name_map[name][version]
-    except KeyError:
-        raise UnknownSchema(f"no schema for api key {api_key} version {version}") from None
-    request_type = resolve_name(paths[EntityType.request])
-    response_type = resolve_name(paths[EntityType.response])
+    derived = early_access.classes(api_key) if version == 0 else None
+    request_type: Any
+    response_type: Any
+    if derived is not None:
+        request_type, response_type = derived
+    else:
+        try:
+            paths = schema_name_map[name][version]
+        except KeyError:
+            raise UnknownSchema(
+                f"no schema for api key {api_key} version {version}") from None
+        request_type = resolve_name(paths[EntityType.request])
+        response_type = resolve_name(paths[EntityType.response])
     return Schema(
         api_key=api_key,
         version=version,

@@ -1,6 +1,10 @@
-"""ShareFetch v1 and ShareAcknowledge v1 (KIP-932): requests checked as Kafka checks them, the
-work done on the group's coordinator partition (``groups.share.fetch``), record data read from
-the data plane for the ranges acquired.
+"""ShareFetch and ShareAcknowledge v0 (Kafka 4.0's early access) and v1 (KIP-932): requests
+checked as Kafka checks them, the work done on the group's coordinator partition
+(``groups.share.fetch``), record data read from the data plane for the ranges acquired.
+
+v0 has no MaxRecords or BatchSize (Kafka 4.0 acquired whole batches up to the partition's
+record-lock limit: so do we) and a PartitionMaxBytes per partition (0: acknowledge only); its
+response has no AcquisitionLockTimeoutMs.
 
 A ShareFetch that acquires nothing waits, up to ``MaxWaitMs``, for records to be produced or
 released, then tries again (Kafka's delayed share fetch).
@@ -61,7 +65,8 @@ def _partitions(topics: Any) -> tuple[PartitionRequest, ...]:
     for topic in topics:
         for p in topic.partitions:
             acks, error = _ack_batches(getattr(p, "acknowledgement_batches", ()))
-            out.append(PartitionRequest(topic.topic_id, p.partition_index, acks, error))
+            out.append(PartitionRequest(topic.topic_id, p.partition_index, acks, error,
+                                        getattr(p, "partition_max_bytes", None)))
     return tuple(out)
 
 
@@ -75,13 +80,16 @@ def _invalid(request: Any) -> str | None:
     return None
 
 
+_UNBOUNDED = 2**31 - 1
+
+
 def _request(request: Any, fetching: bool) -> FetchRequest:
     return FetchRequest(
         group_id=request.group_id, member_id=request.member_id,
         session_epoch=request.share_session_epoch,
-        max_records=max(0, getattr(request, "max_records", 500)) if fetching else 0,
-        batch_size=max(1, getattr(request, "batch_size", 500)) if fetching else 1,
-        max_bytes=getattr(request, "max_bytes", 2**31 - 1),
+        max_records=max(0, getattr(request, "max_records", _UNBOUNDED)) if fetching else 0,
+        batch_size=max(1, getattr(request, "batch_size", _UNBOUNDED)) if fetching else 1,
+        max_bytes=getattr(request, "max_bytes", _UNBOUNDED),
         partitions=_partitions(request.topics),
         forgotten=tuple((t.topic_id, p) for t in getattr(request, "forgotten_topics_data", ())
                         for p in t.partitions))

@@ -1,4 +1,10 @@
-"""ShareGroupHeartbeat v1 (KIP-932), written through the group's coordinator partition."""
+"""ShareGroupHeartbeat v0 (Kafka 4.0's early access) and v1 (KIP-932), written through the
+group's coordinator partition.
+
+v1 members generate their member id (KIP-1082). v0's schema says the coordinator generates it
+and answers it when the member joins: a v0 member joining with an empty member id gets one
+(Kafka's form: a UUID in 22 characters of URL-safe base64); one that sends its own keeps it.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +19,7 @@ from coordinator.groups.share.heartbeat import (
     validate,
 )
 from coordinator.metadata.internal_topics import SHARE_GROUP_STATE_TOPIC
+from coordinator.metadata.meta_properties import new_cluster_id
 from coordinator.runtime import CoordinatorError
 
 from .consumer_group_heartbeat import unauthorized
@@ -20,9 +27,16 @@ from .context import RequestContext
 from .group_common import client_host
 
 
+def _member_id(ctx: RequestContext, request: Any) -> str:
+    member_id: str = request.member_id
+    if ctx.version == 0 and not member_id and request.member_epoch == 0:
+        return new_cluster_id()  # a random id in Kafka's form, as for a cluster
+    return member_id
+
+
 def _request(ctx: RequestContext, request: Any) -> HeartbeatRequest:
     return HeartbeatRequest(
-        group_id=request.group_id, member_id=request.member_id,
+        group_id=request.group_id, member_id=_member_id(ctx, request),
         member_epoch=request.member_epoch, rack_id=request.rack_id,
         subscribed_topic_names=request.subscribed_topic_names,
         client_id=ctx.header.client_id or "", client_host=client_host(ctx))

@@ -37,8 +37,13 @@ class _Log:
         return self.batches[-1][1] + 1 if self.batches else self.start
 
 
+RECORD_BYTES = 10
+"""What one record weighs in a batch here (for byte limits)."""
+
+
 class Logs:
-    """The data plane as share partitions see it: record batches per partition."""
+    """The data plane as share partitions see it: record batches per partition, of
+    ``RECORD_BYTES`` bytes a record."""
 
     def __init__(self) -> None:
         self.logs: dict[tuple[str, int], _Log] = {}
@@ -59,9 +64,13 @@ class Logs:
                 max_bytes: int) -> list[tuple[int, int]]:
         log = self.logs.get((topic, partition))
         out: list[tuple[int, int]] = []
+        size = 0
         for base, last in (log.batches or []) if log else []:
             if last < offset:
                 continue
+            size += (last - base + 1) * RECORD_BYTES
+            if out and size > max_bytes:  # the first batch comes whatever its size (KIP-74)
+                break
             out.append((base, last))
             if last >= offset + max_records - 1:
                 break
@@ -110,9 +119,9 @@ class ShareGroupContext(ShardContext):
 
     def fetch(self, group_id: str, member_id: str, epoch: int,
               partitions: Sequence[PartitionRequest] = (), *, max_records: int = 500,
-              batch_size: int = 500,
+              batch_size: int = 500, max_bytes: int = 2**31 - 1,
               forgotten: Sequence[tuple[uuid.UUID, int]] = ()) -> FetchResult:
-        request = FetchRequest(group_id, member_id, epoch, max_records, batch_size,
+        request = FetchRequest(group_id, member_id, epoch, max_records, batch_size, max_bytes,
                                partitions=tuple(partitions), forgotten=tuple(forgotten))
         result: FetchResult = self.run(lambda shard, now: fetch(shard, now, self.env, request))
         return result

@@ -218,6 +218,8 @@ NOT_SERVER_CONFIGS = {
     "transactional.id": "a producer's config (transactions)",
     "transaction.timeout.ms": "a producer's config (transactions)",
     "isolation.level": "a consumer's config (`read_committed`)",
+    "max.poll.records": "a share consumer's config (ShareFetch MaxRecords)",
+    "fetch.max.bytes": "a consumer's config (ShareFetch MaxBytes)",
 }
 FILE_SUFFIXES = {"properties", "html", "md", "json", "yml", "yaml", "toml", "py", "txt", "zip"}
 CONFIG_KEY = re.compile(r"[a-z][a-z0-9]*(?:\.[a-z0-9]+)+")

@@ -302,31 +302,47 @@ FetchTopics = Mapping[uuid.UUID, Mapping[int, Sequence[AckBatch]]]
 """topic id -> partition -> the acknowledgements the request carries for it."""
 
 
+_EARLY_ACCESS = {"share_group_heartbeat": protocol.ApiKey.SHARE_GROUP_HEARTBEAT,
+                 "share_group_describe": protocol.ApiKey.SHARE_GROUP_DESCRIBE,
+                 "share_fetch": protocol.ApiKey.SHARE_FETCH,
+                 "share_acknowledge": protocol.ApiKey.SHARE_ACKNOWLEDGE}
+
+
 def _cls(api: str, kind: str, name: str, version: int = 1) -> type[Any]:
+    """kio's class; for v0 of the share APIs, the server's own (``protocol.early_access``)."""
+    if version == 0 and api in _EARLY_ACCESS:
+        found = protocol.schema(_EARLY_ACCESS[api], 0)
+        top = found.request_type if kind == "request" else found.response_type
+        cls: type[Any] = getattr(sys.modules[top.__module__], name)
+        return cls
     return kio_class(api, version, kind, name)
 
 
 def share_heartbeat(client: WireClient, group: str, member_id: str, epoch: int,
-                    topics: list[str] | None) -> Any:
+                    topics: list[str] | None, version: int = 1) -> Any:
     return client.request(protocol.make(
-        _cls("share_group_heartbeat", "request", "ShareGroupHeartbeatRequest"),
+        _cls("share_group_heartbeat", "request", "ShareGroupHeartbeatRequest", version),
         group_id=group, member_id=member_id, member_epoch=epoch, rack_id=None,
         subscribed_topic_names=None if topics is None else tuple(topics)))
 
 
 def share_fetch(client: WireClient, group: str, member_id: str, epoch: int,
-                topics: FetchTopics, max_wait_ms: int = 0, max_records: int = 500) -> Any:
-    """ShareFetch v1 (a fetch waits up to ``max_wait_ms`` for records)."""
-    batch = _cls("share_fetch", "request", "AcknowledgementBatch")
-    part = _cls("share_fetch", "request", "FetchPartition")
-    topic = _cls("share_fetch", "request", "FetchTopic")
+                topics: FetchTopics, max_wait_ms: int = 0, max_records: int = 500,
+                version: int = 1, max_bytes: int = 2**31 - 1,
+                partition_max_bytes: int = 1 << 20) -> Any:
+    """ShareFetch (a fetch waits up to ``max_wait_ms`` for records); v0 has no MaxRecords
+    and a ``partition_max_bytes`` for every partition."""
+    batch = _cls("share_fetch", "request", "AcknowledgementBatch", version)
+    part = _cls("share_fetch", "request", "FetchPartition", version)
+    topic = _cls("share_fetch", "request", "FetchTopic", version)
     return client.request(protocol.make(
-        _cls("share_fetch", "request", "ShareFetchRequest"),
+        _cls("share_fetch", "request", "ShareFetchRequest", version),
         group_id=group, member_id=member_id, share_session_epoch=epoch,
         max_wait=datetime.timedelta(milliseconds=max_wait_ms), min_bytes=1,
-        max_bytes=2**31 - 1, max_records=max_records, batch_size=max_records,
+        max_bytes=max_bytes, max_records=max_records, batch_size=max_records,
         topics=tuple(protocol.make(topic, topic_id=topic_id, partitions=tuple(
-            protocol.make(part, partition_index=p, acknowledgement_batches=tuple(
+            protocol.make(part, partition_index=p, partition_max_bytes=partition_max_bytes,
+                          acknowledgement_batches=tuple(
                 protocol.make(batch, first_offset=f, last_offset=la, acknowledge_types=types)
                 for f, la, types in acks))
             for p, acks in partitions.items()))
@@ -335,12 +351,12 @@ def share_fetch(client: WireClient, group: str, member_id: str, epoch: int,
 
 
 def share_acknowledge(client: WireClient, group: str, member_id: str, epoch: int,
-                      topics: FetchTopics) -> Any:
-    batch = _cls("share_acknowledge", "request", "AcknowledgementBatch")
-    part = _cls("share_acknowledge", "request", "AcknowledgePartition")
-    topic = _cls("share_acknowledge", "request", "AcknowledgeTopic")
+                      topics: FetchTopics, version: int = 1) -> Any:
+    batch = _cls("share_acknowledge", "request", "AcknowledgementBatch", version)
+    part = _cls("share_acknowledge", "request", "AcknowledgePartition", version)
+    topic = _cls("share_acknowledge", "request", "AcknowledgeTopic", version)
     return client.request(protocol.make(
-        _cls("share_acknowledge", "request", "ShareAcknowledgeRequest"),
+        _cls("share_acknowledge", "request", "ShareAcknowledgeRequest", version),
         group_id=group, member_id=member_id, share_session_epoch=epoch,
         topics=tuple(protocol.make(topic, topic_id=topic_id, partitions=tuple(
             protocol.make(part, partition_index=p, acknowledgement_batches=tuple(
@@ -350,11 +366,11 @@ def share_acknowledge(client: WireClient, group: str, member_id: str, epoch: int
             for topic_id, partitions in topics.items())))
 
 
-def share_group_describe(bootstrap: str, group: str) -> Any:
-    """The group's entry of a ShareGroupDescribe v1 response."""
+def share_group_describe(bootstrap: str, group: str, version: int = 1) -> Any:
+    """The group's entry of a ShareGroupDescribe response."""
     with WireClient(bootstrap) as client:
         [described] = client.request(protocol.make(
-            _cls("share_group_describe", "request", "ShareGroupDescribeRequest"),
+            _cls("share_group_describe", "request", "ShareGroupDescribeRequest", version),
             group_ids=(group,), include_authorized_operations=False)).groups
     return described
 

@@ -240,3 +240,40 @@ def test_after_a_restart_acknowledged_records_stay_acknowledged(
     # 0-1 acknowledged: never again; 2 released once: count 2; 3-5 only acquired: count 1
     assert got == [(2, 2, 2), (3, 5, 1)]
     assert again.records(ShareSnapshotKey)  # the initial state snapshots were replayed
+
+
+def test_acknowledgements_racing_a_members_fencing_are_refused_and_undo_nothing() -> None:
+    ctx = ShareGroupContext(ShareGroupSettings(assignment_interval_ms=0, assignor_offload=False))
+    ctx.create_topic(T, 1)
+    ctx.heartbeat(G, "a", 0, [T])
+    ctx.heartbeat(G, "b", 0, [T])
+    ctx.fetch(G, "a", 0, [tp(ctx)])
+    ctx.fetch(G, "b", 0, [tp(ctx)])
+    ctx.logs.produce(T, 0, 4)
+    assert acquired(ctx.fetch(G, "a", 1)) == [(0, 3, 1)]
+    ctx.advance(44_000)
+    ctx.heartbeat(G, "b", ctx.group(G).members["b"].member_epoch)
+    ctx.advance(1_000)  # a is fenced: its session closes, its records go back
+    assert "a" not in ctx.group(G).members
+    # a's acknowledgement and its waiting fetch arrive after the fencing
+    assert error_of(lambda: ctx.acknowledge(G, "a", 2, [tp(ctx, ((0, 3, (ACCEPT,)),))])) \
+        is ErrorCode.share_session_not_found
+    assert acquired(ctx.fetch_again(G, "a", 2)) == []
+    assert ctx.share_partition(G, T, 0).start_offset == 0  # nothing was accepted
+    assert acquired(ctx.fetch(G, "b", 1)) == [(0, 3, 2)]
+
+
+def test_a_session_reopened_at_epoch_zero_keeps_the_members_records() -> None:
+    ctx = ShareGroupContext(ShareGroupSettings(assignment_interval_ms=0, assignor_offload=False))
+    ctx.create_topic(T, 1)
+    ctx.heartbeat(G, "a", 0, [T])
+    ctx.fetch(G, "a", 0, [tp(ctx)])
+    ctx.logs.produce(T, 0, 4)
+    assert acquired(ctx.fetch(G, "a", 1)) == [(0, 3, 1)]
+    # a new session (epoch 0) replaces the old one, as Kafka's ShareSessionCache does; the
+    # records stay the member's, to acknowledge in the new session
+    assert acquired(ctx.fetch(G, "a", 0, [tp(ctx)])) == []
+    assert error_of(lambda: ctx.fetch(G, "a", 2)) is ErrorCode.invalid_share_session_epoch
+    ok = ctx.acknowledge(G, "a", 1, [tp(ctx, ((0, 3, (ACCEPT,)),))])
+    assert ok.partitions[0].ack_error is ErrorCode.none
+    assert ctx.share_partition(G, T, 0).start_offset == 4

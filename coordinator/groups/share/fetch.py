@@ -28,6 +28,7 @@ from .env import ShareGroupEnv, installed
 from .partition import AcquiredRange, Changes, SharePartition
 from .sessions import FINAL_EPOCH, INITIAL_EPOCH, ShareSession, TopicPartition, check, next_epoch
 from .settings import GroupSettings, group_settings
+from .waiting import AcquireBound, acquire_bound
 
 log = get_logger("coordinator.groups.share")
 
@@ -42,6 +43,8 @@ class PartitionRequest:
     acks: tuple[AckBatch, ...] = ()
     ack_error: ErrorCode | None = None
     """Set by the API layer when the acknowledgement batches are malformed (INVALID_REQUEST)."""
+    max_bytes: int | None = None
+    """ShareFetch v0's PartitionMaxBytes (0: acknowledge only); None in v1."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,8 +196,10 @@ def _acknowledge(staged: _Staged, member_id: str, request: PartitionRequest,
 
 # ------------------------------------------------------------------------------ acquire
 def _acquire(staged: _Staged, env: ShareGroupEnv, request: FetchRequest,
-             result: PartitionResult, settings: GroupSettings, budget: int) -> int:
-    """Acquire up to ``budget`` records of one partition for the member; the number taken."""
+             result: PartitionResult, settings: GroupSettings, budget: int,
+             max_bytes: int, bound: AcquireBound | None = None) -> int:
+    """Acquire up to ``budget`` records (in about ``max_bytes``, within ``bound`` while other
+    members wait for their assignment) of one partition for the member; the number taken."""
     name = result.topic_name
     tp = (result.topic_id, result.partition)
     if name is None or result.error is not ErrorCode.none:
@@ -217,10 +222,18 @@ def _acquire(staged: _Staged, env: ShareGroupEnv, request: FetchRequest,
                  reset=settings.auto_offset_reset)
     elif log_start > work.start_offset:
         staged.write(tp, work.log_start_moved(log_start))
-    if budget <= 0 or not work.can_acquire(settings.partition_max_record_locks):
+    strict = False
+    if bound is not None:
+        bounded = bound.records(tp, log_end - work.next_fetch_offset(), log_end, budget)
+        strict, budget = bounded < budget, bounded
+    if (budget <= 0 or max_bytes <= 0
+            or not work.can_acquire(settings.partition_max_record_locks)):
         return 0
     batches = env.logs.batches(name, result.partition, work.next_fetch_offset(), budget,
-                               request.max_bytes)
+                               max_bytes)
+    if strict:  # the bound is exact, not rounded up to a batch's end
+        clip = work.next_fetch_offset() + budget - 1
+        batches = [(base, min(last, clip)) for base, last in batches if base <= clip]
     if not batches:
         return 0
     acquisition = work.acquire(request.member_id, batches, budget, request.batch_size,
@@ -229,6 +242,8 @@ def _acquire(staged: _Staged, env: ShareGroupEnv, request: FetchRequest,
     if acquisition is None:
         return 0
     result.acquired = acquisition.ranges
+    if bound is not None:
+        bound.took(tp, acquisition.record_count)
     _arm_lock(staged.shard, env, staged.group_id, tp, acquisition.acquisition_id,
               acquisition.lock_deadline_ms)
     sensors.record_share_acquired(acquisition.record_count)
@@ -252,11 +267,13 @@ def _open_session(shard: Any, env: ShareGroupEnv, request: FetchRequest) -> Shar
     if any(p.acks for p in request.partitions):
         raise CoordinatorError(ErrorCode.invalid_request,
                                "Acknowledge data present in the initial share fetch request.")
-    sessions.pop(key, None)
+    old = sessions.pop(key, None)
     if len(env.sessions) >= env.settings.max_share_sessions:
         raise CoordinatorError(ErrorCode.share_session_limit_reached,
                                "The limit of share sessions on this node is reached.")
     session = ShareSession(next_epoch(INITIAL_EPOCH))
+    if old is not None:  # what the member took while others waited counts on
+        session.waiting = old.waiting
     session.add((p.topic_id, p.partition) for p in request.partitions)
     sessions[key] = session
     env.sessions.add(session)
@@ -301,13 +318,17 @@ def fetch(shard: Any, now_ms: int, env: ShareGroupEnv, request: FetchRequest) ->
         session.add((p.topic_id, p.partition) for p in request.partitions)
         session.forget(request.forgotten)
         session.epoch = next_epoch(request.session_epoch)
+    session.max_bytes.update({(p.topic_id, p.partition): p.max_bytes
+                              for p in request.partitions if p.max_bytes is not None})
     budget = request.max_records
+    limits = session.byte_limits(request.max_bytes)
+    bound = acquire_bound(shard, request.group_id, request.member_id, session.waiting)
     for tp in session.partitions:
         found = results.get(tp)
         if found is None:
             name, error = _topic_name(env, tp[0], tp[1])
             found = results[tp] = PartitionResult(tp[0], tp[1], name, error)
-        budget -= _acquire(staged, env, request, found, settings, budget)
+        budget -= _acquire(staged, env, request, found, settings, budget, limits[tp], bound)
     out.partitions = [r for tp, r in results.items()
                       if (tp in session.partitions and _answered(session, tp, r, full))
                       or r.ack_error is not None]
@@ -338,10 +359,12 @@ def acquire_more(shard: Any, now_ms: int, env: ShareGroupEnv, request: FetchRequ
     out.lock_duration_ms = settings.record_lock_duration_ms
     staged = _Staged(shard, env, request.group_id, now_ms)
     budget = request.max_records
+    limits = session.byte_limits(request.max_bytes)
+    bound = acquire_bound(shard, request.group_id, request.member_id, session.waiting)
     for tp in session.partitions:
         name, error = _topic_name(env, tp[0], tp[1])
         result = PartitionResult(tp[0], tp[1], name, error)
-        taken = _acquire(staged, env, request, result, settings, budget)
+        taken = _acquire(staged, env, request, result, settings, budget, limits[tp], bound)
         budget -= taken
         if taken:
             out.partitions.append(result)

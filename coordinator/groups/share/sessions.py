@@ -45,6 +45,11 @@ class ShareSession:
     """The epoch the member's next request must carry."""
     partitions: dict[TopicPartition, bool] = field(default_factory=dict)
     """The session's partitions, in the order added; True until a response has named it."""
+    max_bytes: dict[TopicPartition, int] = field(default_factory=dict)
+    """ShareFetch v0's PartitionMaxBytes, as last sent for a partition (Kafka 4.0's
+    ``CachedSharePartition``): 0 fetches nothing from it. v1 has no per-partition limit."""
+    waiting: dict[TopicPartition, list[int]] = field(default_factory=dict)
+    """What the member acquired while others waited for their assignment (``waiting``)."""
 
     def add(self, partitions: Iterable[TopicPartition]) -> None:
         for tp in partitions:
@@ -54,6 +59,16 @@ class ShareSession:
     def forget(self, partitions: Iterable[TopicPartition]) -> None:
         for tp in partitions:
             self.partitions.pop(tp, None)
+            self.max_bytes.pop(tp, None)
+
+    def byte_limits(self, max_bytes: int) -> dict[TopicPartition, int]:
+        """What each partition may return of a fetch's ``max_bytes``: an even share (Kafka's
+        uniform ``PartitionMaxBytesStrategy``), within the partition's own v0 limit. A limit
+        of 0 or less fetches nothing from the partition (so ``fetch.max.bytes=0`` gets no
+        records, as from Kafka); otherwise a partition's first batch comes whatever its size
+        (KIP-74)."""
+        share = max(0, max_bytes) // max(1, len(self.partitions))
+        return {tp: min(share, self.max_bytes.get(tp, share)) for tp in self.partitions}
 
 
 SessionKey = tuple[str, str]

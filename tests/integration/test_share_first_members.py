@@ -1,0 +1,106 @@
+"""The first members of a new share group, under seed 000's defaults (assignment interval 1 s,
+offload on): two implicit-mode confluent-kafka ``ShareConsumer``s subscribing within 50 ms of
+each other to a 4-partition topic holding 400 records both get records, rather than the first
+taking all 400 while the second waits for the next assignment interval.
+
+The two joins' times are the server's (its "member joins the share group" events): when the
+machine is so loaded that they land more than 50 ms apart, the scenario is not the one under
+test and is run again with a new group (at most three times).
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import threading
+from pathlib import Path
+
+from confluent_kafka import ShareConsumer
+
+from tests.harness import ServerProcess, wait_until
+from tests.integration.share_clients import create_topic, produce, set_group_configs
+
+TOPIC = "first-members"
+PARTITIONS = 4
+PER_PARTITION = 100
+TOGETHER_S = 0.05
+
+
+class Poller:
+    """An implicit-mode ShareConsumer (the default mode) polling on its own thread: each poll
+    acknowledges the previous poll's records as accepted."""
+
+    def __init__(self, bootstrap: str, group: str) -> None:
+        self.conf = {"bootstrap.servers": bootstrap, "group.id": group, "log_level": 0}
+        self.offsets: list[tuple[int | None, int | None]] = []
+        self.errors: list[str] = []
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        consumer = ShareConsumer(self.conf)
+        try:
+            consumer.subscribe([TOPIC])
+            while not self.stop.is_set():
+                for message in consumer.poll(0.1):
+                    if message.error() is not None:
+                        self.errors.append(str(message.error()))
+                    else:
+                        self.offsets.append((message.partition(), message.offset()))
+        except Exception as exc:  # reported by the test
+            self.errors.append(repr(exc))
+        finally:
+            consumer.close()
+
+
+def _joins(server: ServerProcess, group: str) -> list[float]:
+    """When the server saw the group's members join (seconds)."""
+    out = []
+    for line in server.output().splitlines():
+        if group in line and "member joins the share group" in line:
+            stamp = json.loads(line)["timestamp"].replace("Z", "+00:00")
+            out.append(datetime.datetime.fromisoformat(stamp).timestamp())
+    return out
+
+
+def _run(server: ServerProcess, group: str) -> tuple[list[int], list[float]]:
+    """Two pollers started together until every record is delivered: what each got, and
+    when the server saw them join."""
+    bootstrap = server.bootstrap
+    set_group_configs(bootstrap, group, {"share.auto.offset.reset": "earliest"})
+    pollers = [Poller(bootstrap, group), Poller(bootstrap, group)]
+    try:
+        for poller in pollers:
+            poller.thread.start()
+        total = PARTITIONS * PER_PARTITION
+        wait_until(lambda: sum(len(p.offsets) for p in pollers) >= total, 60, interval=0.1,
+                   message="every record delivered")
+        delivered = [o for p in pollers for o in p.offsets]
+        assert len(set(delivered)) == total
+    finally:
+        for poller in pollers:
+            poller.stop.set()
+        for poller in pollers:
+            poller.thread.join(20)
+    assert all(p.errors == [] for p in pollers), [p.errors for p in pollers]
+    return [len(p.offsets) for p in pollers], _joins(server, group)
+
+
+def test_two_share_consumers_joining_together_both_get_records(tmp_path: Path) -> None:
+    server = ServerProcess(tmp_path / "data").start()  # the server's defaults: seed 000's
+    try:
+        create_topic(server.bootstrap, TOPIC, PARTITIONS)
+        for partition in range(PARTITIONS):
+            produce(server.bootstrap, TOPIC, PER_PARTITION, partition=partition)
+        for attempt in range(3):
+            group = f"first-members-{attempt}"
+            counts, joins = _run(server, group)
+            assert len(joins) == 2, joins
+            if abs(joins[1] - joins[0]) <= TOGETHER_S:
+                break
+        else:
+            raise AssertionError(f"the joins never landed within {TOGETHER_S} s: {joins}")
+        events = [line for line in server.output().splitlines() if group in line]
+        assert all(count > 0 for count in counts), (counts, "\n".join(events))
+    finally:
+        server.stop()
