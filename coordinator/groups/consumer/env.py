@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from assignors import PartitionAssignor, get_assignor
+from coordinator.groups.modern.env import NoTopics, TopicLookup
 
 INT_MAX = 2**31 - 1
 
@@ -16,14 +17,6 @@ class TopicView(Protocol):
     name: str
     topic_id: uuid.UUID
     partitions: int
-
-
-class TopicLookup(Protocol):
-    """The part of ``MetadataImage`` the handlers read."""
-
-    def topic(self, name: str) -> Any: ...
-
-    def topic_by_id(self, topic_id: uuid.UUID) -> Any: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,14 +82,6 @@ class ConsumerGroupEnv:
         return found
 
 
-class _NoTopics:
-    def topic(self, name: str) -> Any:
-        return None
-
-    def topic_by_id(self, topic_id: uuid.UUID) -> Any:
-        return None
-
-
 _installed: ConsumerGroupEnv | None = None
 
 
@@ -107,7 +92,7 @@ def install(env: ConsumerGroupEnv) -> None:
 
 
 def installed() -> ConsumerGroupEnv:
-    return _installed or ConsumerGroupEnv(ConsumerGroupSettings(), _NoTopics())
+    return _installed or ConsumerGroupEnv(ConsumerGroupSettings(), NoTopics())
 
 
 def subscribed_names(counts: Mapping[str, int]) -> list[str]:

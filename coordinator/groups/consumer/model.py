@@ -16,6 +16,7 @@ from enum import IntEnum, StrEnum
 from typing import Any
 
 from coordinator.groups.common.assignor_job import TargetIndexCache
+from coordinator.groups.modern.subscription import SubscribedTopic
 from protocol import ErrorCode
 
 from .assignment_forms import EMPTY, Assignment, AssignmentForms
@@ -121,15 +122,6 @@ class ConsumerGroupMember:
         return self.state is MemberState.STABLE and self.member_epoch == target_epoch
 
 
-@dataclass(frozen=True, slots=True)
-class SubscribedTopic:
-    """An entry of the group's subscription metadata (ConsumerGroupPartitionMetadata)."""
-
-    topic_id: uuid.UUID
-    name: str
-    partitions: int
-
-
 class ConsumerGroup:
     """State of one consumer group; only ``consumer.replay`` changes it."""
 
@@ -212,24 +204,6 @@ class ConsumerGroup:
             if not member.is_reconciled_to(self.assignment_epoch):
                 return GroupState.RECONCILING
         return GroupState.STABLE
-
-    def tombstones(self) -> list[tuple[Any, None]]:
-        """Records deleting this (empty) group, for DeleteGroups (``groups.admin``)."""
-        from . import records
-
-        gid = self.group_id
-        out: list[tuple[Any, None]] = []
-        for member_id in self.members:
-            out += [records.current_assignment_tombstone(gid, member_id),
-                    records.target_member_tombstone(gid, member_id),
-                    records.member_metadata_tombstone(gid, member_id)]
-        from . import regex as consumer_regex
-
-        out += [consumer_regex.tombstone(gid, regex) for regex in self.resolved_regexes]
-        out += [(records.target_metadata(gid, 0, 0)[0], None),
-                (records.subscription_metadata(gid, ())[0], None),
-                (records.group_epoch(gid, 0)[0], None)]
-        return out
 
     # --- offsets -----------------------------------------------------------------------------
     def validate_offset_commit(self, commit: Any) -> ErrorCode | None:

@@ -16,6 +16,8 @@ from storage.records import (
     ConsumerGroupMetadataValue,
     ConsumerGroupPartitionMetadataKey,
     ConsumerGroupPartitionMetadataValue,
+    ConsumerGroupRegularExpressionKey,
+    ConsumerGroupRegularExpressionValue,
     ConsumerGroupTargetAssignmentMemberKey,
     ConsumerGroupTargetAssignmentMemberValue,
     ConsumerGroupTargetAssignmentMetadataKey,
@@ -24,7 +26,7 @@ from storage.records import (
 )
 
 from .assignment_forms import AssignmentForms, topic_partitions
-from .model import Assignment, ConsumerGroupMember, SubscribedTopic
+from .model import Assignment, ConsumerGroup, ConsumerGroupMember, SubscribedTopic
 
 
 def group_epoch(group_id: str, epoch: int) -> Record:
@@ -96,3 +98,30 @@ def target_metadata(group_id: str, epoch: int, timestamp: int) -> Record:
     return (ConsumerGroupTargetAssignmentMetadataKey(group_id=group_id),
             ConsumerGroupTargetAssignmentMetadataValue(assignment_epoch=epoch,
                                                        timestamp=timestamp))
+
+
+def regex_record(group_id: str, regex: str, topics: Iterable[str], version: int,
+           timestamp: int) -> Record:
+    return (ConsumerGroupRegularExpressionKey(group_id=group_id, regular_expression=regex),
+            ConsumerGroupRegularExpressionValue(topics=tuple(sorted(topics)), version=version,
+                                                timestamp=timestamp))
+
+
+def regex_tombstone(group_id: str, regex: str) -> Record:
+    return (ConsumerGroupRegularExpressionKey(group_id=group_id, regular_expression=regex), None)
+
+
+def group_tombstones(group: ConsumerGroup) -> list[Record]:
+    """Records deleting this (empty) group, for DeleteGroups (``groups.admin``) and its
+    conversion to a classic group."""
+    gid = group.group_id
+    out: list[Record] = []
+    for member_id in group.members:
+        out += [current_assignment_tombstone(gid, member_id),
+                target_member_tombstone(gid, member_id),
+                member_metadata_tombstone(gid, member_id)]
+    out += [regex_tombstone(gid, regex) for regex in group.resolved_regexes]
+    out += [(target_metadata(gid, 0, 0)[0], None),
+            (subscription_metadata(gid, ())[0], None),
+            (group_epoch(gid, 0)[0], None)]
+    return out

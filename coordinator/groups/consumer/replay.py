@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from coordinator.groups.common.members import replayed_group
+from coordinator.groups.modern import replay as modern_replay
 from storage.records import (
     ConsumerGroupCurrentMemberAssignmentKey,
     ConsumerGroupCurrentMemberAssignmentValue,
@@ -29,39 +29,30 @@ from .model import (
     ConsumerGroup,
     ConsumerGroupMember,
     MemberState,
-    SubscribedTopic,
     interned_topic_names,
 )
 
 
-def _group(shard: Any, group_id: str, create: bool = True) -> ConsumerGroup | None:
-    return replayed_group(shard, group_id, ConsumerGroup, create)
+def _group(shard: Any, key: Any, value: Any) -> ConsumerGroup | None:
+    return modern_replay.of(shard, key, value, ConsumerGroup)
 
 
 def group_metadata(shard: Any, offset: int, key: ConsumerGroupMetadataKey,
                     value: ConsumerGroupMetadataValue | None) -> None:
-    if value is None:
-        if isinstance(shard.groups.get(key.group_id), ConsumerGroup):
-            del shard.groups[key.group_id]
-        return
-    group = _group(shard, key.group_id)
-    assert group is not None
-    group.group_epoch = value.epoch
+    def apply(group: ConsumerGroup, value: ConsumerGroupMetadataValue) -> None:
+        group.group_epoch = value.epoch
+
+    modern_replay.group_metadata(shard, key, value, ConsumerGroup, apply)
 
 
 def partition_metadata(shard: Any, offset: int, key: ConsumerGroupPartitionMetadataKey,
                         value: ConsumerGroupPartitionMetadataValue | None) -> None:
-    group = _group(shard, key.group_id, create=value is not None)
-    if group is None:
-        return
-    group.subscription_metadata = {} if value is None else {
-        t.topic_name: SubscribedTopic(t.topic_id, t.topic_name, t.num_partitions)
-        for t in value.topics}
+    modern_replay.partition_metadata(shard, key, value, ConsumerGroup)
 
 
 def member_metadata(shard: Any, offset: int, key: ConsumerGroupMemberMetadataKey,
                      value: ConsumerGroupMemberMetadataValue | None) -> None:
-    group = _group(shard, key.group_id, create=value is not None)
+    group = _group(shard, key, value)
     if group is None:
         return
     old = group.member(key.member_id)
@@ -86,28 +77,20 @@ def member_metadata(shard: Any, offset: int, key: ConsumerGroupMemberMetadataKey
 
 def target_member(shard: Any, offset: int, key: ConsumerGroupTargetAssignmentMemberKey,
                    value: ConsumerGroupTargetAssignmentMemberValue | None) -> None:
-    group = _group(shard, key.group_id, create=value is not None)
-    if group is None:
-        return
-    if value is None:
-        group.target.pop(key.member_id, None)
-    else:
-        group.target[key.member_id] = group.assignment_forms.assignment(
-            key.member_id, value.topic_partitions)
+    modern_replay.target_member(
+        shard, key, value, ConsumerGroup,
+        lambda group, value: group.assignment_forms.assignment(key.member_id,
+                                                               value.topic_partitions))
 
 
 def target_metadata(shard: Any, offset: int, key: ConsumerGroupTargetAssignmentMetadataKey,
                      value: ConsumerGroupTargetAssignmentMetadataValue | None) -> None:
-    group = _group(shard, key.group_id, create=value is not None)
-    if group is None:
-        return
-    group.assignment_epoch = 0 if value is None else value.assignment_epoch
-    group.assignment_timestamp = 0 if value is None else value.timestamp
+    modern_replay.target_metadata(shard, key, value, ConsumerGroup)
 
 
 def current_assignment(shard: Any, offset: int, key: ConsumerGroupCurrentMemberAssignmentKey,
                         value: ConsumerGroupCurrentMemberAssignmentValue | None) -> None:
-    group = _group(shard, key.group_id, create=value is not None)
+    group = _group(shard, key, value)
     if group is None:
         return
     old = group.member(key.member_id)

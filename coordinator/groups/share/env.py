@@ -4,20 +4,12 @@ offloader and the data plane's logs."""
 from __future__ import annotations
 
 import asyncio
-import uuid
 import weakref
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from assignors import PartitionAssignor, get_assignor
-
-
-class TopicLookup(Protocol):
-    """The part of ``MetadataImage`` the handlers read."""
-
-    def topic(self, name: str) -> Any: ...
-
-    def topic_by_id(self, topic_id: uuid.UUID) -> Any: ...
+from coordinator.groups.modern.env import Installed, NoTopics, TopicLookup
 
 
 class ShareLogs(Protocol):
@@ -91,14 +83,6 @@ class Wakeup:
         return self._event
 
 
-class _NoTopics:
-    def topic(self, name: str) -> Any:
-        return None
-
-    def topic_by_id(self, topic_id: uuid.UUID) -> Any:
-        return None
-
-
 class _NoLogs:
     def offsets(self, topic: str, partition: int) -> tuple[int, int] | None:
         return None
@@ -138,7 +122,7 @@ class DataPlaneLogs:
 @dataclass(slots=True)
 class ShareGroupEnv:
     settings: ShareGroupSettings = field(default_factory=ShareGroupSettings)
-    topics: TopicLookup = field(default_factory=_NoTopics)
+    topics: TopicLookup = field(default_factory=NoTopics)
     logs: ShareLogs = field(default_factory=_NoLogs)
     offloader: Any = None
     """Where offloaded assignor runs go (``common.offload.Offloader``); None runs inline."""
@@ -157,26 +141,17 @@ class ShareGroupEnv:
         return found
 
 
-_installed: ShareGroupEnv | None = None
-
-
-def install(env: ShareGroupEnv) -> None:
-    """Make ``env`` the one load hooks and timers use (the app calls this before partitions
-    load)."""
-    global _installed
-    _installed = env
-
-
-def installed() -> ShareGroupEnv:
-    return _installed or ShareGroupEnv()
+_ENV: Installed[ShareGroupEnv] = Installed(ShareGroupEnv)
+install = _ENV.install
+installed = _ENV.installed
 
 
 def env_for(broker: Any) -> ShareGroupEnv:
     """The installed environment, or one made from ``broker`` (and installed) if none is."""
-    global _installed
-    if _installed is None:
+    def make(broker: Any) -> ShareGroupEnv:
         from coordinator import topiclog
 
-        _installed = ShareGroupEnv(ShareGroupSettings.from_config(broker.config), broker.image,
-                                   DataPlaneLogs(topiclog.of(broker)))
-    return _installed
+        return ShareGroupEnv(ShareGroupSettings.from_config(broker.config), broker.image,
+                             DataPlaneLogs(topiclog.of(broker)))
+
+    return _ENV.env_for(broker, make)

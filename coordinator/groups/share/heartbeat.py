@@ -15,8 +15,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from coordinator.groups.common import members as member_rules
 from coordinator.groups.common.assignor_job import run_job
+from coordinator.groups.modern import members as member_rules
 from coordinator.observability import sensors, timeline
 from coordinator.observability.logs import get_logger
 from coordinator.runtime import CoordinatorError, Result

@@ -15,6 +15,7 @@ from enum import IntEnum, StrEnum
 from types import MappingProxyType
 
 from coordinator.groups.common.assignor_job import TargetIndexCache
+from coordinator.groups.modern.subscription import SubscribedTopic
 from protocol import ErrorCode
 
 SHARE_PROTOCOL_TYPE = "share"
@@ -45,16 +46,6 @@ class GroupState(StrEnum):
     EMPTY = "Empty"
     STABLE = "Stable"
     DEAD = "Dead"
-
-
-@dataclass(frozen=True, slots=True)
-class SubscribedTopic:
-    """A subscribed topic that exists: its id and partition count (ShareGroupPartitionMetadata).
-    """
-
-    topic_id: uuid.UUID
-    name: str
-    partitions: int
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from coordinator.groups.common.members import replayed_group
+from coordinator.groups.modern import replay as modern_replay
 from storage.records import (
     ShareGroupCurrentMemberAssignmentKey,
     ShareGroupCurrentMemberAssignmentValue,
@@ -26,39 +26,31 @@ from storage.records import (
     ShareGroupTargetAssignmentMetadataValue,
 )
 
-from .model import ShareGroup, ShareGroupMember, SubscribedTopic
+from .model import ShareGroup, ShareGroupMember
 from .records import assignment_of
 
 
-def _group(shard: Any, group_id: str, create: bool = True) -> ShareGroup | None:
-    return replayed_group(shard, group_id, ShareGroup, create)
+def _group(shard: Any, key: Any, value: Any) -> ShareGroup | None:
+    return modern_replay.of(shard, key, value, ShareGroup)
 
 
 def group_metadata(shard: Any, offset: int, key: ShareGroupMetadataKey,
                    value: ShareGroupMetadataValue | None) -> None:
-    if value is None:
-        if isinstance(shard.groups.get(key.group_id), ShareGroup):
-            del shard.groups[key.group_id]
-        return
-    group = _group(shard, key.group_id)
-    assert group is not None
-    group.group_epoch = value.epoch
-    group.metadata_hash = value.metadata_hash
+    def apply(group: ShareGroup, value: ShareGroupMetadataValue) -> None:
+        group.group_epoch = value.epoch
+        group.metadata_hash = value.metadata_hash
+
+    modern_replay.group_metadata(shard, key, value, ShareGroup, apply)
 
 
 def partition_metadata(shard: Any, offset: int, key: ShareGroupPartitionMetadataKey,
                        value: ShareGroupPartitionMetadataValue | None) -> None:
-    group = _group(shard, key.group_id, create=value is not None)
-    if group is None:
-        return
-    group.subscription_metadata = {} if value is None else {
-        t.topic_name: SubscribedTopic(t.topic_id, t.topic_name, t.num_partitions)
-        for t in value.topics}
+    modern_replay.partition_metadata(shard, key, value, ShareGroup)
 
 
 def member_metadata(shard: Any, offset: int, key: ShareGroupMemberMetadataKey,
                     value: ShareGroupMemberMetadataValue | None) -> None:
-    group = _group(shard, key.group_id, create=value is not None)
+    group = _group(shard, key, value)
     if group is None:
         return
     if value is None:
@@ -72,27 +64,18 @@ def member_metadata(shard: Any, offset: int, key: ShareGroupMemberMetadataKey,
 
 def target_metadata(shard: Any, offset: int, key: ShareGroupTargetAssignmentMetadataKey,
                     value: ShareGroupTargetAssignmentMetadataValue | None) -> None:
-    group = _group(shard, key.group_id, create=value is not None)
-    if group is None:
-        return
-    group.assignment_epoch = 0 if value is None else value.assignment_epoch
-    group.assignment_timestamp = 0 if value is None else value.timestamp
+    modern_replay.target_metadata(shard, key, value, ShareGroup)
 
 
 def target_member(shard: Any, offset: int, key: ShareGroupTargetAssignmentMemberKey,
                   value: ShareGroupTargetAssignmentMemberValue | None) -> None:
-    group = _group(shard, key.group_id, create=value is not None)
-    if group is None:
-        return
-    if value is None:
-        group.target.pop(key.member_id, None)
-    else:
-        group.target[key.member_id] = assignment_of(value.topic_partitions)
+    modern_replay.target_member(shard, key, value, ShareGroup,
+                                lambda group, value: assignment_of(value.topic_partitions))
 
 
 def current_assignment(shard: Any, offset: int, key: ShareGroupCurrentMemberAssignmentKey,
                        value: ShareGroupCurrentMemberAssignmentValue | None) -> None:
-    group = _group(shard, key.group_id, create=value is not None)
+    group = _group(shard, key, value)
     if group is None or value is None:
         return  # the member itself goes with its metadata tombstone
     old = group.members.get(key.member_id) or ShareGroupMember(key.member_id)
@@ -104,7 +87,7 @@ def current_assignment(shard: Any, offset: int, key: ShareGroupCurrentMemberAssi
 
 def state_partition_metadata(shard: Any, offset: int, key: ShareGroupStatePartitionMetadataKey,
                              value: ShareGroupStatePartitionMetadataValue | None) -> None:
-    group = _group(shard, key.group_id, create=value is not None)
+    group = _group(shard, key, value)
     if group is None:
         return
     group.initialized = {} if value is None else {

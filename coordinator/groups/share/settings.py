@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from coordinator.groups.common.group_configs import share_overrides
+from coordinator.groups.modern.settings import effective
 
 from .env import ShareGroupEnv
 
@@ -26,18 +27,5 @@ class GroupSettings:
 
 
 def group_settings(shard: Any, env: ShareGroupEnv, group_id: str) -> GroupSettings:
-    broker = env.settings
-    own = share_overrides(shard, group_id)
-
-    def pick(value: Any, default: Any) -> Any:
-        return default if value is None else value
-
-    return GroupSettings(
-        pick(own.session_timeout_ms, broker.session_timeout_ms),
-        pick(own.heartbeat_interval_ms, broker.heartbeat_interval_ms),
-        pick(own.assignment_interval_ms, broker.assignment_interval_ms),
-        pick(own.assignor_offload, broker.assignor_offload),
-        pick(own.record_lock_duration_ms, broker.record_lock_duration_ms),
-        pick(own.delivery_count_limit, broker.delivery_count_limit),
-        pick(own.partition_max_record_locks, broker.partition_max_record_locks),
-        own.auto_offset_reset)
+    """``auto_offset_reset`` has no broker config: the group's, or None (``latest``)."""
+    return effective(GroupSettings, share_overrides(shard, group_id), env.settings)

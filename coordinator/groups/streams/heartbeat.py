@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from coordinator.groups.classic.model import ClassicGroup, ClassicGroupState
-from coordinator.groups.common import members as member_rules
+from coordinator.groups.modern import members as member_rules
 from coordinator.observability import sensors, timeline
 from coordinator.observability.logs import get_logger
 from coordinator.runtime import CoordinatorError, Result

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
-from coordinator.groups.common.members import replayed_group
+from coordinator.groups.modern import replay as modern_replay
 from storage.records import (
     StreamsGroupCurrentMemberAssignmentKey,
     StreamsGroupCurrentMemberAssignmentValue,
@@ -39,8 +39,8 @@ from .model import (
 from .topology import Topology
 
 
-def _group(shard: Any, group_id: str, create: bool = True) -> StreamsGroup | None:
-    return replayed_group(shard, group_id, StreamsGroup, create)
+def _group(shard: Any, key: Any, value: Any) -> StreamsGroup | None:
+    return modern_replay.of(shard, key, value, StreamsGroup)
 
 
 def _tasks(ids: Iterable[TaskIds | TaskIdsWithEpochs]) -> Tasks:
@@ -60,21 +60,18 @@ def _epochs(ids: Iterable[TaskIdsWithEpochs], default: int) -> TaskEpochs:
 
 def group_metadata(shard: Any, offset: int, key: StreamsGroupMetadataKey,
                    value: StreamsGroupMetadataValue | None) -> None:
-    if value is None:
-        if isinstance(shard.groups.get(key.group_id), StreamsGroup):
-            del shard.groups[key.group_id]
-        return
-    group = _group(shard, key.group_id)
-    assert group is not None
-    group.group_epoch = value.epoch
-    group.metadata_hash = value.metadata_hash
-    group.validated_topology_epoch = value.validated_topology_epoch
-    group.assignment_configs = tuple((kv.key, kv.value) for kv in value.assignment_configs)
+    def apply(group: StreamsGroup, value: StreamsGroupMetadataValue) -> None:
+        group.group_epoch = value.epoch
+        group.metadata_hash = value.metadata_hash
+        group.validated_topology_epoch = value.validated_topology_epoch
+        group.assignment_configs = tuple((kv.key, kv.value) for kv in value.assignment_configs)
+
+    modern_replay.group_metadata(shard, key, value, StreamsGroup, apply)
 
 
 def member_metadata(shard: Any, offset: int, key: StreamsGroupMemberMetadataKey,
                     value: StreamsGroupMemberMetadataValue | None) -> None:
-    group = _group(shard, key.group_id, create=value is not None)
+    group = _group(shard, key, value)
     if group is None:
         return
     if value is None:
@@ -92,29 +89,20 @@ def member_metadata(shard: Any, offset: int, key: StreamsGroupMemberMetadataKey,
 
 def target_metadata(shard: Any, offset: int, key: StreamsGroupTargetAssignmentMetadataKey,
                     value: StreamsGroupTargetAssignmentMetadataValue | None) -> None:
-    group = _group(shard, key.group_id, create=value is not None)
-    if group is None:
-        return
-    group.assignment_epoch = -1 if value is None else value.assignment_epoch
-    group.assignment_timestamp = 0 if value is None else value.timestamp
+    modern_replay.target_metadata(shard, key, value, StreamsGroup, no_epoch=-1)
 
 
 def target_member(shard: Any, offset: int, key: StreamsGroupTargetAssignmentMemberKey,
                   value: StreamsGroupTargetAssignmentMemberValue | None) -> None:
-    group = _group(shard, key.group_id, create=value is not None)
-    if group is None:
-        return
-    if value is None:
-        group.target.pop(key.member_id, None)
-        return
-    group.target[key.member_id] = TasksTuple(_tasks(value.active_tasks),
-                                             _tasks(value.standby_tasks),
-                                             _tasks(value.warmup_tasks))
+    modern_replay.target_member(
+        shard, key, value, StreamsGroup,
+        lambda group, value: TasksTuple(_tasks(value.active_tasks), _tasks(value.standby_tasks),
+                                        _tasks(value.warmup_tasks)))
 
 
 def current_assignment(shard: Any, offset: int, key: StreamsGroupCurrentMemberAssignmentKey,
                        value: StreamsGroupCurrentMemberAssignmentValue | None) -> None:
-    group = _group(shard, key.group_id, create=value is not None)
+    group = _group(shard, key, value)
     if group is None or value is None:
         return  # the member itself goes with its metadata tombstone
     old = group.members.get(key.member_id) or StreamsGroupMember(key.member_id)
@@ -137,7 +125,7 @@ def current_assignment(shard: Any, offset: int, key: StreamsGroupCurrentMemberAs
 
 def topology(shard: Any, offset: int, key: StreamsGroupTopologyKey,
              value: StreamsGroupTopologyValue | None) -> None:
-    group = _group(shard, key.group_id, create=value is not None)
+    group = _group(shard, key, value)
     if group is None:
         return
     group.topology = None if value is None else Topology.from_record(value)

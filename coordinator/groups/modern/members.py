@@ -43,6 +43,40 @@ def replayed_group(shard: Any, group_id: str, group_class: type[G],
     return group
 
 
+def group_of(shard: Any, group_id: str, group_class: type[G], kind: str) -> G:
+    """The ``kind`` group holding ``group_id``, or GROUP_ID_NOT_FOUND (also when the id is
+    another type's group), with Kafka's messages."""
+    group = shard.groups.get(group_id)
+    if group is None:
+        raise CoordinatorError(ErrorCode.group_id_not_found,
+                               f"{kind.capitalize()} group {group_id} not found.")
+    if not isinstance(group, group_class):
+        raise CoordinatorError(ErrorCode.group_id_not_found,
+                               f"Group {group_id} is not a {kind} group.")
+    return group
+
+
+def invalid(message: str) -> CoordinatorError:
+    """INVALID_REQUEST: a heartbeat that breaks the KIP's rules for its fields."""
+    return CoordinatorError(ErrorCode.invalid_request, message)
+
+
+def session_key(kind: str, group_id: str, member_id: str) -> tuple[str, str, str]:
+    """The timer of a member's session timeout."""
+    return (f"{kind}-session", group_id, member_id)
+
+
+def rebalance_key(kind: str, group_id: str, member_id: str) -> tuple[str, str, str]:
+    """The timer of a member's rebalance timeout (revoking within it)."""
+    return (f"{kind}-rebalance", group_id, member_id)
+
+
+def cancel_timers(shard: Any, kind: str, group_id: str, member_id: str) -> None:
+    """A member's session and rebalance timers, cancelled (it left or was fenced)."""
+    shard.timers.cancel(session_key(kind, group_id, member_id))
+    shard.timers.cancel(rebalance_key(kind, group_id, member_id))
+
+
 def fenced(kind: str, received: int, known: int) -> CoordinatorError:
     """FENCED_MEMBER_EPOCH with Kafka's message; ``kind``: consumer, share or streams."""
     relation = "greater" if received > known else "smaller"

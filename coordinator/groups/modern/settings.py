@@ -1,0 +1,27 @@
+"""A group's effective settings: each field the group overrides (its ``<type>.*`` group
+configs, ``common.group_configs``) takes the override, the others the broker's
+``group.<type>.*`` config. One resolution for every group type; each type names its fields."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, TypeVar
+
+S = TypeVar("S")
+
+
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def effective(cls: type[S], own: Any, broker: Any) -> S:
+    """``cls`` (a dataclass) with each field the group's override ``own`` has (not None), else
+    the broker's; a field the broker has no config for is the group's alone."""
+    values = {}
+    names = _FIELDS.get(cls)
+    if names is None:
+        names = _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(cls))  # type: ignore[arg-type]
+    for name in names:
+        value = getattr(own, name)
+        values[name] = getattr(broker, name) if value is None and hasattr(broker, name) \
+            else value
+    return cls(**values)
