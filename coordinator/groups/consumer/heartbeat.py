@@ -16,6 +16,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from coordinator.groups.modern import members as member_rules
+from coordinator.groups.modern.members import invalid
+from coordinator.groups.modern.subscription import next_group_epoch
+from coordinator.groups.modern.target import assignment_due
 from coordinator.observability import sensors, timeline
 from coordinator.observability.logs import get_logger
 from coordinator.runtime import CoordinatorError, Result
@@ -58,11 +61,10 @@ from .resolution import start_resolution
 from .settings import group_settings
 from .subscription import (
     names_after,
-    next_group_epoch,
     subscription_after,
     subscription_metadata,
 )
-from .target import assignment_due, subscribed_ids
+from .target import subscribed_ids
 
 log = get_logger("coordinator.groups.consumer")
 
@@ -95,35 +97,31 @@ class HeartbeatResponse:
     assignment: Assignment | None = None
 
 
-def _invalid(message: str) -> CoordinatorError:
-    return CoordinatorError(ErrorCode.invalid_request, message)
-
-
 def validate(request: HeartbeatRequest, assignors: Iterable[str]) -> None:
     """Kafka's request checks (INVALID_REQUEST, UNSUPPORTED_ASSIGNOR), v1 rules: the client
     generates its member id."""
     if not request.member_id:
-        raise _invalid("MemberId can't be empty.")
+        raise invalid("MemberId can't be empty.")
     if not request.group_id:
-        raise _invalid("GroupId can't be empty.")
+        raise invalid("GroupId can't be empty.")
     if request.instance_id == "":
-        raise _invalid("InstanceId can't be empty.")
+        raise invalid("InstanceId can't be empty.")
     if request.rack_id == "":
-        raise _invalid("RackId can't be empty.")
+        raise invalid("RackId can't be empty.")
     epoch = request.member_epoch
     if epoch == 0:
         if request.rebalance_timeout_ms == -1:
-            raise _invalid("RebalanceTimeoutMs must be provided in first request.")
+            raise invalid("RebalanceTimeoutMs must be provided in first request.")
         if request.owned is None or len(request.owned) > 0:
-            raise _invalid("TopicPartitions must be empty when (re-)joining.")
+            raise invalid("TopicPartitions must be empty when (re-)joining.")
         if request.subscribed_topic_names is None and request.subscribed_topic_regex is None:
-            raise _invalid("Either SubscribedTopicNames or SubscribedTopicRegex must be non-null "
+            raise invalid("Either SubscribedTopicNames or SubscribedTopicRegex must be non-null "
                            "when (re-)joining.")
     elif epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
         if request.instance_id is None:
-            raise _invalid("InstanceId can't be null.")
+            raise invalid("InstanceId can't be null.")
     elif epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-        raise _invalid("MemberEpoch is invalid.")
+        raise invalid("MemberEpoch is invalid.")
     if request.subscribed_topic_regex:
         consumer_regex.check(request.subscribed_topic_regex)  # INVALID_REGULAR_EXPRESSION
     supported = list(assignors)
@@ -137,14 +135,7 @@ def validate(request: HeartbeatRequest, assignors: Iterable[str]) -> None:
 # ------------------------------------------------------------------------------ lookups
 def consumer_group(shard: Any, group_id: str) -> ConsumerGroup:
     """The consumer group, or GROUP_ID_NOT_FOUND."""
-    group = shard.groups.get(group_id)
-    if group is None:
-        raise CoordinatorError(ErrorCode.group_id_not_found,
-                               f"Consumer group {group_id} not found.")
-    if not isinstance(group, ConsumerGroup):
-        raise CoordinatorError(ErrorCode.group_id_not_found,
-                               f"Group {group_id} is not a consumer group.")
-    return group
+    return member_rules.group_of(shard, group_id, ConsumerGroup, "consumer")
 
 
 def check_member_epoch(member: ConsumerGroupMember, received: int,

@@ -16,6 +16,7 @@ from coordinator.groups.classic.model import (
     ClassicMember,
 )
 from coordinator.groups.modern import members as member_rules
+from coordinator.groups.modern.subscription import next_group_epoch
 from coordinator.observability import sensors, timeline
 from coordinator.observability.logs import get_logger
 from coordinator.runtime import Result
@@ -27,18 +28,18 @@ from .env import ConsumerGroupEnv, installed
 from .model import Assignment, ConsumerGroup, ConsumerGroupMember, MemberState
 from .offload import arm_after_bump
 from .settings import group_settings
-from .subscription import names_after, next_group_epoch, subscription_after, subscription_metadata
+from .subscription import names_after, subscription_after, subscription_metadata
 
 log = get_logger("coordinator.groups.consumer")
 migration_log = get_logger("coordinator.groups.migration")
 
 
 def session_key(group_id: str, member_id: str) -> tuple[str, str, str]:
-    return ("consumer-session", group_id, member_id)
+    return member_rules.session_key("consumer", group_id, member_id)
 
 
 def rebalance_key(group_id: str, member_id: str) -> tuple[str, str, str]:
-    return ("consumer-rebalance", group_id, member_id)
+    return member_rules.rebalance_key("consumer", group_id, member_id)
 
 
 def schedule_session_timeout(shard: Any, env: ConsumerGroupEnv, group_id: str, member_id: str,
@@ -74,8 +75,7 @@ def schedule_rebalance_timeout(shard: Any, env: ConsumerGroupEnv, group_id: str,
 
 
 def cancel_timers(shard: Any, group_id: str, member_id: str) -> None:
-    shard.timers.cancel(session_key(group_id, member_id))
-    shard.timers.cancel(rebalance_key(group_id, member_id))
+    member_rules.cancel_timers(shard, "consumer", group_id, member_id)
 
 
 def rearm_on_load(shard: Any, now_ms: int) -> None:

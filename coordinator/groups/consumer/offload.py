@@ -39,6 +39,7 @@ from coordinator.groups.common.offload import (
     install_result,
     start_run_effect,
 )
+from coordinator.groups.modern.target import assignment_due
 from coordinator.observability.logs import get_logger
 from coordinator.runtime import Result
 from coordinator.runtime.result import Record
@@ -49,7 +50,7 @@ from .env import ConsumerGroupEnv, installed
 from .lag_inputs import LAG_ASSIGNOR, topic_offsets
 from .model import Assignment, ConsumerGroup, ConsumerGroupMember, SubscribedTopic
 from .settings import group_settings
-from .target import TargetResult, assignment_due, build_target
+from .target import TargetResult, build_target
 
 log = get_logger("coordinator.groups.consumer")
 

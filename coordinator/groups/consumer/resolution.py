@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
+from coordinator.groups.modern.subscription import next_group_epoch
 from coordinator.observability import sensors
 from coordinator.observability.logs import get_logger
 from coordinator.runtime import Result
@@ -16,7 +17,7 @@ from . import records
 from .model import ConsumerGroup
 from .offload import arm_after_bump
 from .regex import resolve_all, resolved_topics, topic_names
-from .subscription import names_after, next_group_epoch, subscription_metadata
+from .subscription import names_after, subscription_metadata
 
 log = get_logger("coordinator.groups.consumer.regex")
 

@@ -6,34 +6,18 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
+from coordinator.groups.modern import subscription as modern_subscription
+
 from . import regex as consumer_regex
 from .env import ConsumerGroupEnv
-from .model import FIRST_GROUP_EPOCH, ConsumerGroup, ConsumerGroupMember, SubscribedTopic
+from .model import ConsumerGroup, ConsumerGroupMember, SubscribedTopic
 
 
 def subscription_metadata(names: Iterable[str], env: ConsumerGroupEnv,
                           current: Mapping[str, SubscribedTopic] | None = None
                           ) -> Mapping[str, SubscribedTopic]:
-    """The subscribed topics that exist. Entries of ``current`` (the group's) that still
-    describe a topic are reused, and if nothing differs ``current`` itself is returned, so an
-    unchanged subscription costs no new objects (and keeps the caches keyed on it warm)."""
-    current = current or {}
-    out = {}
-    same = True
-    for name in names:
-        topic = env.topics.topic(name)
-        if topic is None:
-            continue
-        old = current.get(name)
-        if old is not None and old.partitions == topic.partitions and (
-                old.topic_id is topic.topic_id or old.topic_id == topic.topic_id):
-            out[name] = old
-        else:
-            out[name] = SubscribedTopic(topic.topic_id, name, topic.partitions)
-            same = False
-    if same and len(out) == len(current):
-        return current
-    return out
+    """The subscribed topics that exist (``modern.subscription``)."""
+    return modern_subscription.subscription_metadata(names, env.topics, current)
 
 
 def subscription_after(group: ConsumerGroup, removed: Sequence[ConsumerGroupMember],
@@ -88,5 +72,3 @@ def names_after(group: ConsumerGroup, removed: Iterable[ConsumerGroupMember],
     return sorted(names)
 
 
-def next_group_epoch(group: ConsumerGroup) -> int:
-    return FIRST_GROUP_EPOCH if group.group_epoch == 0 else group.group_epoch + 1

@@ -23,15 +23,6 @@ from . import records
 from .model import Assignment, ShareGroup, ShareGroupMember, SubscribedTopic
 
 
-def assignment_due(group: ShareGroup, group_epoch: int, now_ms: int, interval_ms: int) -> bool:
-    """Whether a new target must be computed now: the target lags the group epoch and the last
-    computation (if its finish time is known) finished at least ``interval_ms`` ago."""
-    if group_epoch <= group.assignment_epoch:
-        return False
-    last = group.assignment_timestamp
-    return last <= 0 or now_ms - last >= interval_ms
-
-
 def prepare(group: ShareGroup, group_epoch: int, assignor: str,
             members: Mapping[str, ShareGroupMember], targets: Mapping[str, Assignment],
             metadata: Mapping[str, SubscribedTopic]) -> PreparedJob:

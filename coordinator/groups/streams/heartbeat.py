@@ -20,6 +20,7 @@ from typing import Any
 
 from coordinator.groups.classic.model import ClassicGroup, ClassicGroupState
 from coordinator.groups.modern import members as member_rules
+from coordinator.groups.modern.members import invalid
 from coordinator.observability import sensors, timeline
 from coordinator.observability.logs import get_logger
 from coordinator.runtime import CoordinatorError, Result
@@ -114,64 +115,53 @@ class HeartbeatResponse:
     """Internal topics to create (MISSING_INTERNAL_TOPICS): the API layer creates them."""
 
 
-def _invalid(message: str) -> CoordinatorError:
-    return CoordinatorError(ErrorCode.invalid_request, message)
-
-
 def validate(request: HeartbeatRequest) -> None:
     """Kafka 4.3's request checks before the group is touched (INVALID_REQUEST for what it does
     not support yet and for malformed requests)."""
     if request.instance_id is not None:
-        raise _invalid("Static membership is not yet supported.")
+        raise invalid("Static membership is not yet supported.")
     if request.task_offsets:
-        raise _invalid("TaskOffsets are not supported yet.")
+        raise invalid("TaskOffsets are not supported yet.")
     if request.task_end_offsets:
-        raise _invalid("TaskEndOffsets are not supported yet.")
+        raise invalid("TaskEndOffsets are not supported yet.")
     if request.warmup_tasks:
-        raise _invalid("WarmupTasks are not supported yet.")
+        raise invalid("WarmupTasks are not supported yet.")
     if request.topology is not None and any(
             s.source_topic_regex for s in request.topology.subtopologies):
-        raise _invalid("Regular expressions for source topics are not supported yet.")
+        raise invalid("Regular expressions for source topics are not supported yet.")
     if not request.member_id.strip():
-        raise _invalid("MemberId can't be empty.")
+        raise invalid("MemberId can't be empty.")
     if not request.group_id.strip():
-        raise _invalid("GroupId can't be empty.")
+        raise invalid("GroupId can't be empty.")
     if request.rack_id is not None and not request.rack_id.strip():
-        raise _invalid("RackId can't be empty.")
+        raise invalid("RackId can't be empty.")
     epoch = request.member_epoch
     lists = (request.active_tasks, request.standby_tasks, request.warmup_tasks)
     if epoch == 0:
         if request.rebalance_timeout_ms == -1:
-            raise _invalid("RebalanceTimeoutMs must be provided in first request.")
+            raise invalid("RebalanceTimeoutMs must be provided in first request.")
         for name, tasks in zip(("ActiveTasks", "StandbyTasks", "WarmupTasks"), lists,
                                strict=True):
             if tasks is None or tasks:
-                raise _invalid(f"{name} must be empty when (re-)joining.")
+                raise invalid(f"{name} must be empty when (re-)joining.")
         if request.topology is None:
-            raise _invalid("Topology must be non-null when (re-)joining.")
+            raise invalid("Topology must be non-null when (re-)joining.")
         # GCS.throwIfInvalidTopology: STREAMS_INVALID_TOPOLOGY, checked here in Kafka's order
         validate_changelog_partitions(request.topology)
     elif epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-        raise _invalid("InstanceId can't be null.")
+        raise invalid("InstanceId can't be null.")
     elif epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-        raise _invalid(f"MemberEpoch is {epoch}, but must be greater than or equal to -2.")
+        raise invalid(f"MemberEpoch is {epoch}, but must be greater than or equal to -2.")
     if any(t is None for t in lists) and not all(t is None for t in lists):
-        raise _invalid("If one task-type is non-null, all must be non-null.")
+        raise invalid("If one task-type is non-null, all must be non-null.")
     if epoch != 0 and request.topology is not None:
-        raise _invalid("Topology can only be provided when (re-)joining.")
+        raise invalid("Topology can only be provided when (re-)joining.")
 
 
 # ------------------------------------------------------------------------------ lookups
 def streams_group(shard: Any, group_id: str) -> StreamsGroup:
     """The streams group, or GROUP_ID_NOT_FOUND (also when the id is another type's group)."""
-    group = shard.groups.get(group_id)
-    if group is None:
-        raise CoordinatorError(ErrorCode.group_id_not_found,
-                               f"Streams group {group_id} not found.")
-    if not isinstance(group, StreamsGroup):
-        raise CoordinatorError(ErrorCode.group_id_not_found,
-                               f"Group {group_id} is not a streams group.")
-    return group
+    return member_rules.group_of(shard, group_id, StreamsGroup, "streams")
 
 
 def check_member_epoch(member: StreamsGroupMember, request: HeartbeatRequest) -> None:
@@ -182,11 +172,11 @@ def check_member_epoch(member: StreamsGroupMember, request: HeartbeatRequest) ->
 
 # ------------------------------------------------------------------------------ timers
 def session_key(group_id: str, member_id: str) -> tuple[str, str, str]:
-    return ("streams-session", group_id, member_id)
+    return member_rules.session_key("streams", group_id, member_id)
 
 
 def rebalance_key(group_id: str, member_id: str) -> tuple[str, str, str]:
-    return ("streams-rebalance", group_id, member_id)
+    return member_rules.rebalance_key("streams", group_id, member_id)
 
 
 def initial_delay_key(group_id: str) -> tuple[str, str]:
@@ -241,8 +231,7 @@ def _schedule_initial_delay(shard: Any, env: StreamsGroupEnv, group_id: str, now
 
 
 def cancel_timers(shard: Any, group_id: str, member_id: str) -> None:
-    shard.timers.cancel(session_key(group_id, member_id))
-    shard.timers.cancel(rebalance_key(group_id, member_id))
+    member_rules.cancel_timers(shard, "streams", group_id, member_id)
 
 
 def rearm_on_load(shard: Any, now_ms: int) -> None:
@@ -357,10 +346,10 @@ def _check_tasks(request: HeartbeatRequest, configured: Any) -> None:
         for subtopology, partitions in (tasks or {}).items():
             sub = configured.subtopologies.get(subtopology)
             if sub is None:
-                raise _invalid(f"Subtopology {subtopology} does not exist in the topology.")
+                raise invalid(f"Subtopology {subtopology} does not exist in the topology.")
             for p in sorted(partitions):
                 if not 0 <= p < sub.num_tasks:
-                    raise _invalid(f"Task {p} for subtopology {subtopology} is invalid. Number "
+                    raise invalid(f"Task {p} for subtopology {subtopology} is invalid. Number "
                                    f"of tasks for this subtopology: {sub.num_tasks}")
 
 
@@ -403,7 +392,7 @@ def heartbeat(shard: Any, now_ms: int, env: StreamsGroupEnv, request: HeartbeatR
             out.append(records.topology(gid, topology))
             bump = True
         elif topology.epoch <= request.topology.epoch and request.topology != topology:
-            raise _invalid("Topology updates are not supported yet.")
+            raise invalid("Topology updates are not supported yet.")
     statuses: list[Status] = []
     if topology is not None and updated.topology_epoch < topology.epoch:
         statuses.append((STALE_TOPOLOGY, f"The member's topology epoch {updated.topology_epoch} "

@@ -20,6 +20,7 @@ from coordinator.groups.common.offload import (
     install_result,
     start_run_effect,
 )
+from coordinator.groups.modern.target import interval_passed
 from coordinator.observability import sensors
 from coordinator.observability.logs import get_logger
 from coordinator.runtime import Result
@@ -43,8 +44,7 @@ IN_FLIGHT_DETAIL = "Assignment delayed due to an in-flight assignment computatio
 def interval_allows(group: StreamsGroup, now_ms: int, interval_ms: int) -> bool:
     """Kafka's ``canComputeNextTargetAssignment``: no target time known yet, the escape hatch
     interval 0, or the interval since the last computation has passed."""
-    last = group.assignment_timestamp
-    return last <= 0 or interval_ms == 0 or now_ms >= last + interval_ms
+    return interval_ms == 0 or interval_passed(group.assignment_timestamp, now_ms, interval_ms)
 
 
 @dataclass(frozen=True, slots=True)
