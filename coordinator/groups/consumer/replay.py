@@ -1,10 +1,10 @@
-"""Replay of consumer group records into ``CoordinatorShard.groups``: one function per record
-type, named in ``coordinator.groups.replay``'s table."""
+"""Replay of consumer group records into ``CoordinatorShard.groups``: one replayer per record
+type, named in ``coordinator.groups.replay``'s table; the shapes every modern group type shares
+are replayed by ``modern.replay``, members and current assignments here."""
 
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 from coordinator.groups.modern import replay as modern_replay
 from storage.records import (
@@ -12,14 +12,7 @@ from storage.records import (
     ConsumerGroupCurrentMemberAssignmentValue,
     ConsumerGroupMemberMetadataKey,
     ConsumerGroupMemberMetadataValue,
-    ConsumerGroupMetadataKey,
     ConsumerGroupMetadataValue,
-    ConsumerGroupPartitionMetadataKey,
-    ConsumerGroupPartitionMetadataValue,
-    ConsumerGroupTargetAssignmentMemberKey,
-    ConsumerGroupTargetAssignmentMemberValue,
-    ConsumerGroupTargetAssignmentMetadataKey,
-    ConsumerGroupTargetAssignmentMetadataValue,
 )
 
 from .assignment_forms import assignment_of
@@ -33,28 +26,12 @@ from .model import (
 )
 
 
-def _group(shard: Any, key: Any, value: Any) -> ConsumerGroup | None:
-    return modern_replay.of(shard, key, value, ConsumerGroup)
+def _group_metadata(group: ConsumerGroup, value: ConsumerGroupMetadataValue) -> None:
+    group.group_epoch = value.epoch
 
 
-def group_metadata(shard: Any, offset: int, key: ConsumerGroupMetadataKey,
-                    value: ConsumerGroupMetadataValue | None) -> None:
-    def apply(group: ConsumerGroup, value: ConsumerGroupMetadataValue) -> None:
-        group.group_epoch = value.epoch
-
-    modern_replay.group_metadata(shard, key, value, ConsumerGroup, apply)
-
-
-def partition_metadata(shard: Any, offset: int, key: ConsumerGroupPartitionMetadataKey,
-                        value: ConsumerGroupPartitionMetadataValue | None) -> None:
-    modern_replay.partition_metadata(shard, key, value, ConsumerGroup)
-
-
-def member_metadata(shard: Any, offset: int, key: ConsumerGroupMemberMetadataKey,
+def _member_metadata(group: ConsumerGroup, key: ConsumerGroupMemberMetadataKey,
                      value: ConsumerGroupMemberMetadataValue | None) -> None:
-    group = _group(shard, key, value)
-    if group is None:
-        return
     old = group.member(key.member_id)
     if value is None:
         if old is not None:
@@ -75,24 +52,8 @@ def member_metadata(shard: Any, offset: int, key: ConsumerGroupMemberMetadataKey
                   for p in value.classic_member_metadata.supported_protocols))))
 
 
-def target_member(shard: Any, offset: int, key: ConsumerGroupTargetAssignmentMemberKey,
-                   value: ConsumerGroupTargetAssignmentMemberValue | None) -> None:
-    modern_replay.target_member(
-        shard, key, value, ConsumerGroup,
-        lambda group, value: group.assignment_forms.assignment(key.member_id,
-                                                               value.topic_partitions))
-
-
-def target_metadata(shard: Any, offset: int, key: ConsumerGroupTargetAssignmentMetadataKey,
-                     value: ConsumerGroupTargetAssignmentMetadataValue | None) -> None:
-    modern_replay.target_metadata(shard, key, value, ConsumerGroup)
-
-
-def current_assignment(shard: Any, offset: int, key: ConsumerGroupCurrentMemberAssignmentKey,
+def _current_assignment(group: ConsumerGroup, key: ConsumerGroupCurrentMemberAssignmentKey,
                         value: ConsumerGroupCurrentMemberAssignmentValue | None) -> None:
-    group = _group(shard, key, value)
-    if group is None:
-        return
     old = group.member(key.member_id)
     if value is None:
         if old is not None:
@@ -117,3 +78,12 @@ def current_assignment(shard: Any, offset: int, key: ConsumerGroupCurrentMemberA
     group.set_partition_epochs(old, new)
     group.put_member(new)
 
+
+group_metadata = modern_replay.group_metadata(ConsumerGroup, _group_metadata)
+partition_metadata = modern_replay.partition_metadata(ConsumerGroup)
+member_metadata = modern_replay.group_record(ConsumerGroup, _member_metadata)
+target_metadata = modern_replay.target_metadata(ConsumerGroup)
+target_member = modern_replay.target_member(
+    ConsumerGroup, lambda group, key, value: group.assignment_forms.assignment(
+        key.member_id, value.topic_partitions))
+current_assignment = modern_replay.group_record(ConsumerGroup, _current_assignment)

@@ -1,8 +1,10 @@
 """The replay of the record shapes every KIP-848 group type writes (Kafka's
-``GroupMetadataManager.replay`` for its ``<Type>Group...`` records): the group's own record
-(epoch), its subscription metadata, the target assignment's metadata (epoch, timestamp) and
-members. Each type's ``replay`` module calls these with its group class and what it reads from
-the value; what differs stays there (members, current assignments, topologies).
+``GroupMetadataManager.replay`` for its ``<Type>Group...`` records). Each function here makes
+the replayer (``(shard, offset, key, value)``, as ``coordinator.groups.replay``'s table names
+them) of one record shape for one group class; each type's ``replay`` module makes its
+replayers with them and says only what it reads from a value: the group's own record (epoch),
+its subscription metadata, the target assignment's metadata (epoch, timestamp) and members are
+the same for all; members and current assignments differ in what they hold.
 
 A record may come before its group's metadata record (compaction keeps the latest of each
 key, in log order), so every replayer but the tombstones creates the group it needs; a record
@@ -17,53 +19,62 @@ from .members import replayed_group
 from .subscription import SubscribedTopic
 
 G = TypeVar("G")
+Replayer = Callable[[Any, int, Any, Any], None]
 
 
-def group_metadata(shard: Any, key: Any, value: Any, group_class: type[G],
-                   apply: Callable[[G, Any], None]) -> None:
+def group_metadata(group_class: type[G], apply: Callable[[G, Any], None]) -> Replayer:
     """The group's own record: its tombstone deletes the group (of this type only), a value
     is ``apply``'d to the group (created if need be)."""
-    if value is None:
-        if isinstance(shard.groups.get(key.group_id), group_class):
-            del shard.groups[key.group_id]
-        return
-    group = replayed_group(shard, key.group_id, group_class)
-    assert group is not None
-    apply(group, value)
+    def replay(shard: Any, offset: int, key: Any, value: Any) -> None:
+        if value is None:
+            if isinstance(shard.groups.get(key.group_id), group_class):
+                del shard.groups[key.group_id]
+            return
+        group = replayed_group(shard, key.group_id, group_class)
+        assert group is not None
+        apply(group, value)
+
+    return replay
 
 
-def of(shard: Any, key: Any, value: Any, group_class: type[G]) -> G | None:
-    """The group a (non-root) record is for: created for a value, None for a tombstone of a
-    group that is not there."""
-    return replayed_group(shard, key.group_id, group_class, create=value is not None)
+def group_record(group_class: type[G], apply: Callable[[G, Any, Any], None]) -> Replayer:
+    """Any other record of the group: ``apply(group, key, value)``, the group created for a
+    value; a tombstone for a group that is not there does nothing."""
+    def replay(shard: Any, offset: int, key: Any, value: Any) -> None:
+        group = replayed_group(shard, key.group_id, group_class, create=value is not None)
+        if group is not None:
+            apply(group, key, value)
+
+    return replay
 
 
-def partition_metadata(shard: Any, key: Any, value: Any, group_class: type[Any]) -> None:
-    group = of(shard, key, value, group_class)
-    if group is None:
-        return
-    group.subscription_metadata = {} if value is None else {
-        t.topic_name: SubscribedTopic(t.topic_id, t.topic_name, t.num_partitions)
-        for t in value.topics}
+def partition_metadata(group_class: type[Any]) -> Replayer:
+    """``<Type>GroupPartitionMetadata``: the group's subscription metadata."""
+    def apply(group: Any, key: Any, value: Any) -> None:
+        group.subscription_metadata = {} if value is None else {
+            t.topic_name: SubscribedTopic(t.topic_id, t.topic_name, t.num_partitions)
+            for t in value.topics}
+
+    return group_record(group_class, apply)
 
 
-def target_metadata(shard: Any, key: Any, value: Any, group_class: type[Any],
-                    no_epoch: int = 0) -> None:
-    """The target assignment's epoch and timestamp; ``no_epoch`` once it is tombstoned."""
-    group = of(shard, key, value, group_class)
-    if group is None:
-        return
-    group.assignment_epoch = no_epoch if value is None else value.assignment_epoch
-    group.assignment_timestamp = 0 if value is None else value.timestamp
+def target_metadata(group_class: type[Any], no_epoch: int = 0) -> Replayer:
+    """``<Type>GroupTargetAssignmentMetadata``: the target's epoch and when it was computed;
+    ``no_epoch`` once it is tombstoned."""
+    def apply(group: Any, key: Any, value: Any) -> None:
+        group.assignment_epoch = no_epoch if value is None else value.assignment_epoch
+        group.assignment_timestamp = 0 if value is None else value.timestamp
+
+    return group_record(group_class, apply)
 
 
-def target_member(shard: Any, key: Any, value: Any, group_class: type[Any],
-                  assignment: Callable[[Any, Any], Any]) -> None:
-    """A member's target assignment: ``assignment(group, value)``, or gone with a tombstone."""
-    group = of(shard, key, value, group_class)
-    if group is None:
-        return
-    if value is None:
-        group.target.pop(key.member_id, None)
-    else:
-        group.target[key.member_id] = assignment(group, value)
+def target_member(group_class: type[G], assignment: Callable[[G, Any, Any], Any]) -> Replayer:
+    """``<Type>GroupTargetAssignmentMember``: a member's target, ``assignment(group, key,
+    value)``, or gone with a tombstone."""
+    def apply(group: Any, key: Any, value: Any) -> None:
+        if value is None:
+            group.target.pop(key.member_id, None)
+        else:
+            group.target[key.member_id] = assignment(group, key, value)
+
+    return group_record(group_class, apply)
