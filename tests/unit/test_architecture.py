@@ -185,6 +185,8 @@ def test_top_level_folders_import_only_what_the_design_allows(top: str) -> None:
     ("coordinator.config", "coordinator."),
     # group types build on common; common knows none of them
     ("coordinator.groups.common", "coordinator.groups."),
+    # consumer, share and streams groups build on the modern core; it knows none of them
+    ("coordinator.groups.modern", "coordinator.groups."),
     # classic groups know nothing of consumer groups (mixed groups live in consumer/)
     ("coordinator.groups.classic", "coordinator.groups.consumer"),
 ])

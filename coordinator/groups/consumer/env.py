@@ -9,6 +9,7 @@ from typing import Any, Protocol
 
 from assignors import PartitionAssignor, get_assignor
 from coordinator.groups.modern.env import NoTopics, TopicLookup
+from coordinator.groups.modern.settings import broker_configs
 
 INT_MAX = 2**31 - 1
 
@@ -39,12 +40,8 @@ class ConsumerGroupSettings:
     @classmethod
     def from_config(cls, config: Any) -> ConsumerGroupSettings:
         return cls(
-            session_timeout_ms=config["group.consumer.session.timeout.ms"],
-            heartbeat_interval_ms=config["group.consumer.heartbeat.interval.ms"],
-            max_size=config["group.consumer.max.size"],
+            **broker_configs(config, "consumer"),
             assignors=tuple(config["group.consumer.assignors"]),
-            assignment_interval_ms=config["group.consumer.assignment.interval.ms"],
-            assignor_offload=config["group.consumer.assignor.offload.enable"],
             regex_refresh_interval_ms=config["group.consumer.regex.refresh.interval.ms"],
             lag_options=tuple((name, config[name]) for name in (
                 "group.consumer.lag.assignor.offset.reset",

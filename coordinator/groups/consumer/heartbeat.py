@@ -16,7 +16,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from coordinator.groups.modern import members as member_rules
-from coordinator.groups.modern.members import invalid
+from coordinator.groups.modern.heartbeat import MemberRequest, MemberResponse
+from coordinator.groups.modern.members import invalid, known_member, note_leaving, unknown_member
 from coordinator.groups.modern.subscription import next_group_epoch
 from coordinator.groups.modern.target import assignment_due
 from coordinator.observability import sensors, timeline
@@ -72,10 +73,7 @@ OwnedPartitions = Sequence[tuple[uuid.UUID, Collection[int]]]
 
 
 @dataclass(frozen=True, slots=True)
-class HeartbeatRequest:
-    group_id: str
-    member_id: str
-    member_epoch: int
+class HeartbeatRequest(MemberRequest):
     instance_id: str | None = None
     rack_id: str | None = None
     rebalance_timeout_ms: int = -1
@@ -90,10 +88,7 @@ class HeartbeatRequest:
 
 
 @dataclass(frozen=True, slots=True)
-class HeartbeatResponse:
-    member_id: str
-    member_epoch: int
-    heartbeat_interval_ms: int
+class HeartbeatResponse(MemberResponse):
     assignment: Assignment | None = None
 
 
@@ -161,11 +156,7 @@ def _leave(shard: Any, env: ConsumerGroupEnv, request: HeartbeatRequest,
            now_ms: int) -> Result:
     group = consumer_group(shard, request.group_id)
     if request.instance_id is None:
-        member = group.member(request.member_id)
-        if member is None:
-            raise CoordinatorError(ErrorCode.unknown_member_id,
-                                   f"Member {request.member_id} is not a member of group "
-                                   f"{group.group_id}.")
+        member = known_member(group, request.member_id)
     else:
         member = group.static_member(request.instance_id)
         if member is None:
@@ -187,9 +178,7 @@ def _leave(shard: Any, env: ConsumerGroupEnv, request: HeartbeatRequest,
                           previous_member_epoch=member.member_epoch,
                           partitions_pending_revocation={})
         return Result([records.current_assignment(group.group_id, leaving)], response)
-    log.info("member leaves the consumer group", group_id=group.group_id,
-             member_id=member.member_id, member_epoch=member.member_epoch)
-    timeline.note_removed(group.group_id, member.member_id, timeline.LEFT, now_ms)
+    note_leaving(log, "consumer", group, member, now_ms)
     return remove_members(shard, env, group, [member], now_ms, response)
 
 
@@ -218,9 +207,7 @@ def _member_for(group: ConsumerGroup, request: HeartbeatRequest, out: list[Recor
         member = group.member(member_id)
         if member is None:
             if epoch != 0:
-                raise CoordinatorError(ErrorCode.unknown_member_id,
-                                       f"Member {member_id} is not a member of group "
-                                       f"{group.group_id}.")
+                raise unknown_member(group.group_id, member_id)
             return ConsumerGroupMember(member_id), None, True
         check_member_epoch(member, epoch, request.owned)
         return member, None, False

@@ -7,19 +7,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from coordinator.groups.common.group_configs import consumer_overrides
-from coordinator.groups.modern.settings import effective
+from coordinator.groups.modern.settings import Settings, effective
 
 from .env import ConsumerGroupEnv
 
 
 @dataclass(frozen=True, slots=True)
-class GroupSettings:
+class GroupSettings(Settings):
     """The broker's consumer group settings with the group's overrides applied."""
-
-    session_timeout_ms: int
-    heartbeat_interval_ms: int
-    assignment_interval_ms: int
-    assignor_offload: bool
 
 
 def group_settings(shard: Any, env: ConsumerGroupEnv, group_id: str) -> GroupSettings:

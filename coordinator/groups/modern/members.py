@@ -56,6 +56,28 @@ def group_of(shard: Any, group_id: str, group_class: type[G], kind: str) -> G:
     return group
 
 
+def unknown_member(group_id: str, member_id: str) -> CoordinatorError:
+    """UNKNOWN_MEMBER_ID with Kafka's message."""
+    return CoordinatorError(ErrorCode.unknown_member_id,
+                            f"Member {member_id} is not a member of group {group_id}.")
+
+
+def known_member(group: Any, member_id: str) -> Any:
+    """The group's member ``member_id``, or UNKNOWN_MEMBER_ID."""
+    member = group.member(member_id)
+    if member is None:
+        raise unknown_member(group.group_id, member_id)
+    return member
+
+
+def note_leaving(logger: Any, kind: str, group: Any, member: Any, now_ms: int) -> None:
+    """A member leaves on its own (epoch -1): the log line (on the type's ``logger``) and the
+    rebalance timeline."""
+    logger.info(f"member leaves the {kind} group", group_id=group.group_id,
+             member_id=member.member_id, member_epoch=member.member_epoch)
+    timeline.note_removed(group.group_id, member.member_id, timeline.LEFT, now_ms)
+
+
 def invalid(message: str) -> CoordinatorError:
     """INVALID_REQUEST: a heartbeat that breaks the KIP's rules for its fields."""
     return CoordinatorError(ErrorCode.invalid_request, message)

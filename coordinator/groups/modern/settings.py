@@ -5,9 +5,34 @@ configs, ``common.group_configs``) takes the override, the others the broker's
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 S = TypeVar("S")
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """The effective settings every modern group type has; each type's ``GroupSettings``
+    adds its own."""
+
+    session_timeout_ms: int
+    heartbeat_interval_ms: int
+    assignment_interval_ms: int
+    assignor_offload: bool
+
+
+def broker_configs(config: Any, kind: str) -> dict[str, Any]:
+    """The ``group.<kind>.*`` broker configs every modern group type has, by field name (a
+    type's ``<Type>GroupSettings.from_config`` adds its own)."""
+    prefix = f"group.{kind}."
+    return {
+        "session_timeout_ms": config[prefix + "session.timeout.ms"],
+        "heartbeat_interval_ms": config[prefix + "heartbeat.interval.ms"],
+        "max_size": config[prefix + "max.size"],
+        "assignment_interval_ms": config[prefix + "assignment.interval.ms"],
+        "assignor_offload": config[prefix + "assignor.offload.enable"],
+    }
 
 
 _FIELDS: dict[type, tuple[str, ...]] = {}

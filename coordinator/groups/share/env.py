@@ -10,6 +10,7 @@ from typing import Any, Protocol
 
 from assignors import PartitionAssignor, get_assignor
 from coordinator.groups.modern.env import Installed, NoTopics, TopicLookup
+from coordinator.groups.modern.settings import broker_configs
 
 
 class ShareLogs(Protocol):
@@ -46,12 +47,8 @@ class ShareGroupSettings:
     @classmethod
     def from_config(cls, config: Any) -> ShareGroupSettings:
         return cls(
-            session_timeout_ms=config["group.share.session.timeout.ms"],
-            heartbeat_interval_ms=config["group.share.heartbeat.interval.ms"],
-            max_size=config["group.share.max.size"],
+            **broker_configs(config, "share"),
             assignors=tuple(config["group.share.assignors"]),
-            assignment_interval_ms=config["group.share.assignment.interval.ms"],
-            assignor_offload=config["group.share.assignor.offload.enable"],
             record_lock_duration_ms=config["group.share.record.lock.duration.ms"],
             delivery_count_limit=config["group.share.delivery.count.limit"],
             partition_max_record_locks=config["group.share.partition.max.record.locks"],

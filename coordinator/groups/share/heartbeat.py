@@ -18,7 +18,8 @@ from typing import Any
 from coordinator.groups.common.assignor_job import run_job
 from coordinator.groups.modern import members as member_rules
 from coordinator.groups.modern import subscription as modern_subscription
-from coordinator.groups.modern.members import invalid
+from coordinator.groups.modern.heartbeat import MemberRequest, MemberResponse
+from coordinator.groups.modern.members import invalid, known_member, note_leaving, unknown_member
 from coordinator.groups.modern.subscription import next_group_epoch
 from coordinator.groups.modern.target import assignment_due
 from coordinator.observability import sensors, timeline
@@ -50,10 +51,7 @@ MAX_MEMBER_ID_LENGTH = 36
 
 
 @dataclass(frozen=True, slots=True)
-class HeartbeatRequest:
-    group_id: str
-    member_id: str
-    member_epoch: int
+class HeartbeatRequest(MemberRequest):
     rack_id: str | None = None
     subscribed_topic_names: Sequence[str] | None = None
     client_id: str = ""
@@ -61,10 +59,7 @@ class HeartbeatRequest:
 
 
 @dataclass(frozen=True, slots=True)
-class HeartbeatResponse:
-    member_id: str
-    member_epoch: int
-    heartbeat_interval_ms: int
+class HeartbeatResponse(MemberResponse):
     assignment: Assignment | None = None
 
 
@@ -168,14 +163,8 @@ def remove_member(shard: Any, env: ShareGroupEnv, group: ShareGroup, member: Sha
 
 def _leave(shard: Any, env: ShareGroupEnv, request: HeartbeatRequest, now_ms: int) -> Result:
     group = share_group(shard, request.group_id)
-    member = group.member(request.member_id)
-    if member is None:
-        raise CoordinatorError(ErrorCode.unknown_member_id,
-                               f"Member {request.member_id} is not a member of group "
-                               f"{group.group_id}.")
-    log.info("member leaves the share group", group_id=group.group_id,
-             member_id=member.member_id, member_epoch=member.member_epoch)
-    timeline.note_removed(group.group_id, member.member_id, timeline.LEFT, now_ms)
+    member = known_member(group, request.member_id)
+    note_leaving(log, "share", group, member, now_ms)
     return remove_member(shard, env, group, member, now_ms,
                          HeartbeatResponse(request.member_id, LEAVE_GROUP_MEMBER_EPOCH, 0),
                          leaving=True)
@@ -229,9 +218,7 @@ def heartbeat(shard: Any, now_ms: int, env: ShareGroupEnv, request: HeartbeatReq
     is_new = member is None
     if member is None:
         if request.member_epoch != 0:
-            raise CoordinatorError(ErrorCode.unknown_member_id,
-                                   f"Member {request.member_id} is not a member of group "
-                                   f"{gid}.")
+            raise unknown_member(gid, request.member_id)
         member = ShareGroupMember(request.member_id)
     else:
         check_member_epoch(member, request.member_epoch)

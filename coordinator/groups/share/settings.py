@@ -7,19 +7,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from coordinator.groups.common.group_configs import share_overrides
-from coordinator.groups.modern.settings import effective
+from coordinator.groups.modern.settings import Settings, effective
 
 from .env import ShareGroupEnv
 
 
 @dataclass(frozen=True, slots=True)
-class GroupSettings:
+class GroupSettings(Settings):
     """The broker's share group settings with the group's overrides applied."""
 
-    session_timeout_ms: int
-    heartbeat_interval_ms: int
-    assignment_interval_ms: int
-    assignor_offload: bool
     record_lock_duration_ms: int
     delivery_count_limit: int
     partition_max_record_locks: int

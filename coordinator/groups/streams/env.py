@@ -8,7 +8,7 @@ from typing import Any
 
 from coordinator.groups.common.group_configs import streams_overrides
 from coordinator.groups.modern.env import Installed, NoTopics, TopicLookup
-from coordinator.groups.modern.settings import effective
+from coordinator.groups.modern.settings import Settings, broker_configs, effective
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,13 +26,9 @@ class StreamsGroupSettings:
     @classmethod
     def from_config(cls, config: Any) -> StreamsGroupSettings:
         return cls(
-            session_timeout_ms=config["group.streams.session.timeout.ms"],
-            heartbeat_interval_ms=config["group.streams.heartbeat.interval.ms"],
-            max_size=config["group.streams.max.size"],
+            **broker_configs(config, "streams"),
             num_standby_replicas=config["group.streams.num.standby.replicas"],
             initial_rebalance_delay_ms=config["group.streams.initial.rebalance.delay.ms"],
-            assignment_interval_ms=config["group.streams.assignment.interval.ms"],
-            assignor_offload=config["group.streams.assignor.offload.enable"],
         )
 
 
@@ -45,15 +41,11 @@ class StreamsGroupEnv:
 
 
 @dataclass(frozen=True, slots=True)
-class GroupSettings:
+class GroupSettings(Settings):
     """The broker's streams group settings with the group's overrides applied."""
 
-    session_timeout_ms: int
-    heartbeat_interval_ms: int
     num_standby_replicas: int
     initial_rebalance_delay_ms: int
-    assignment_interval_ms: int
-    assignor_offload: bool
 
 
 def group_settings(shard: Any, env: StreamsGroupEnv, group_id: str) -> GroupSettings:

@@ -20,7 +20,8 @@ from typing import Any
 
 from coordinator.groups.classic.model import ClassicGroup, ClassicGroupState
 from coordinator.groups.modern import members as member_rules
-from coordinator.groups.modern.members import invalid
+from coordinator.groups.modern.heartbeat import MemberRequest
+from coordinator.groups.modern.members import invalid, known_member, note_leaving, unknown_member
 from coordinator.observability import sensors, timeline
 from coordinator.observability.logs import get_logger
 from coordinator.runtime import CoordinatorError, Result
@@ -73,10 +74,7 @@ Status = tuple[int, str]
 
 
 @dataclass(frozen=True, slots=True)
-class HeartbeatRequest:
-    group_id: str
-    member_id: str
-    member_epoch: int
+class HeartbeatRequest(MemberRequest):
     endpoint_information_epoch: int = -1
     instance_id: str | None = None
     rack_id: str | None = None
@@ -286,14 +284,8 @@ def _leave(shard: Any, request: HeartbeatRequest, now_ms: int) -> Result:
     group = streams_group(shard, request.group_id)
     if request.shutdown_application and group.shutdown_requested_by is None:
         group.shutdown_requested_by = request.member_id
-    member = group.member(request.member_id)
-    if member is None:
-        raise CoordinatorError(ErrorCode.unknown_member_id,
-                               f"Member {request.member_id} is not a member of group "
-                               f"{group.group_id}.")
-    log.info("member leaves the streams group", group_id=group.group_id,
-             member_id=member.member_id, member_epoch=member.member_epoch)
-    timeline.note_removed(group.group_id, member.member_id, timeline.LEFT, now_ms)
+    member = known_member(group, request.member_id)
+    note_leaving(log, "streams", group, member, now_ms)
     return remove_member(shard, group, member, now_ms,
                          HeartbeatResponse(request.member_id, request.member_epoch))
 
@@ -367,9 +359,7 @@ def heartbeat(shard: Any, now_ms: int, env: StreamsGroupEnv, request: HeartbeatR
     member = group.member(request.member_id)
     if member is None:
         if request.member_epoch != 0:
-            raise CoordinatorError(ErrorCode.unknown_member_id,
-                                   f"Member {request.member_id} is not a member of group "
-                                   f"{gid}.")
+            raise unknown_member(gid, request.member_id)
         member = StreamsGroupMember(request.member_id)
         is_new = True
     else:
