@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from assignors import PartitionAssignor, get_assignor
-from coordinator.groups.modern.env import NoTopics, TopicLookup
+from assignors import PartitionAssignor
+from coordinator.groups.modern.env import NoTopics, TopicLookup, cached_assignor
 from coordinator.groups.modern.settings import broker_configs
 
 INT_MAX = 2**31 - 1
@@ -73,10 +73,7 @@ class ConsumerGroupEnv:
     _assignors: dict[str, PartitionAssignor] = field(default_factory=dict)
 
     def assignor(self, name: str) -> PartitionAssignor:
-        found = self._assignors.get(name)
-        if found is None:
-            found = self._assignors[name] = get_assignor(name)
-        return found
+        return cached_assignor(self._assignors, name)
 
 
 _installed: ConsumerGroupEnv | None = None

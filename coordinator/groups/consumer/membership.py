@@ -80,14 +80,16 @@ def cancel_timers(shard: Any, group_id: str, member_id: str) -> None:
 
 def rearm_on_load(shard: Any, now_ms: int) -> None:
     env = installed()
-    for group in list(shard.groups.values()):
-        if not isinstance(group, ConsumerGroup):
-            continue
+
+    def rearm(group: ConsumerGroup, member: ConsumerGroupMember) -> None:
+        schedule_session_timeout(shard, env, group.group_id, member.member_id, now_ms,
+                                 _classic_session_ms(member))
+        if member.state is MemberState.UNREVOKED_PARTITIONS:
+            schedule_rebalance_timeout(shard, env, group.group_id, member, now_ms)
+
+    for group in member_rules.groups_of(shard, ConsumerGroup):  # a group's timers, then its run
         for member in group.members.values():
-            schedule_session_timeout(shard, env, group.group_id, member.member_id, now_ms,
-                                     _classic_session_ms(member))
-            if member.state is MemberState.UNREVOKED_PARTITIONS:
-                schedule_rebalance_timeout(shard, env, group.group_id, member, now_ms)
+            rearm(group, member)
         if group.members and group.group_epoch > group.assignment_epoch:
             arm_after_bump(shard, env, group, now_ms)
 

@@ -12,10 +12,11 @@ import uuid
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from enum import IntEnum, StrEnum
+from enum import IntEnum
 from typing import Any
 
 from coordinator.groups.common.assignor_job import TargetIndexCache
+from coordinator.groups.modern.state import GroupState
 from coordinator.groups.modern.subscription import SubscribedTopic
 from protocol import ErrorCode
 
@@ -36,16 +37,6 @@ class MemberState(IntEnum):
     UNREVOKED_PARTITIONS = 1
     UNRELEASED_PARTITIONS = 2
     UNKNOWN = 127
-
-
-class GroupState(StrEnum):
-    """What ConsumerGroupDescribe / ListGroups report (``str()`` is Kafka's name)."""
-
-    EMPTY = "Empty"
-    ASSIGNING = "Assigning"
-    RECONCILING = "Reconciling"
-    STABLE = "Stable"
-    DEAD = "Dead"
 
 
 def is_subset(owned: Iterable[tuple[uuid.UUID, Iterable[int]]] | None,

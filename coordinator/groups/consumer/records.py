@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from coordinator.groups.modern.records import subscription_topics
 from coordinator.runtime.result import Record
 from storage.records import (
     ClassicMemberMetadata,
@@ -22,7 +23,6 @@ from storage.records import (
     ConsumerGroupTargetAssignmentMemberValue,
     ConsumerGroupTargetAssignmentMetadataKey,
     ConsumerGroupTargetAssignmentMetadataValue,
-    TopicMetadata,
 )
 
 from .assignment_forms import AssignmentForms, topic_partitions
@@ -35,9 +35,7 @@ def group_epoch(group_id: str, epoch: int) -> Record:
 
 def subscription_metadata(group_id: str, topics: Iterable[SubscribedTopic]) -> Record:
     return (ConsumerGroupPartitionMetadataKey(group_id=group_id),
-            ConsumerGroupPartitionMetadataValue(topics=tuple(
-                TopicMetadata(topic_id=t.topic_id, topic_name=t.name, num_partitions=t.partitions)
-                for t in sorted(topics, key=lambda t: t.name))))
+            ConsumerGroupPartitionMetadataValue(topics=subscription_topics(topics)))
 
 
 def member_metadata(group_id: str, member: ConsumerGroupMember) -> Record:

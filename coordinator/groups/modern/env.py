@@ -9,6 +9,8 @@ import uuid
 from collections.abc import Callable
 from typing import Any, Generic, Protocol, TypeVar
 
+from assignors import PartitionAssignor, get_assignor
+
 E = TypeVar("E")
 
 
@@ -50,3 +52,11 @@ class Installed(Generic[E]):
         if self.env is None:
             self.env = make(broker)
         return self.env
+
+
+def cached_assignor(cache: dict[str, PartitionAssignor], name: str) -> PartitionAssignor:
+    """The server assignor ``name``, made once per environment (``cache``)."""
+    found = cache.get(name)
+    if found is None:
+        found = cache[name] = get_assignor(name)
+    return found

@@ -99,6 +99,20 @@ def cancel_timers(shard: Any, kind: str, group_id: str, member_id: str) -> None:
     shard.timers.cancel(rebalance_key(kind, group_id, member_id))
 
 
+def groups_of(shard: Any, group_class: type[G]) -> list[G]:
+    """The groups of ``group_class`` on the shard (a list: timers may change the shard)."""
+    return [group for group in list(shard.groups.values()) if isinstance(group, group_class)]
+
+
+def rearm_members(shard: Any, group_class: type[Any],
+                  rearm: Callable[[Any, Any], None]) -> None:
+    """After a load: ``rearm(group, member)`` for every member of every group of the class
+    (the timers of a group's members are not in its records)."""
+    for group in groups_of(shard, group_class):
+        for member in list(group.members.values()):
+            rearm(group, member)
+
+
 def fenced(kind: str, received: int, known: int) -> CoordinatorError:
     """FENCED_MEMBER_EPOCH with Kafka's message; ``kind``: consumer, share or streams."""
     relation = "greater" if received > known else "smaller"

@@ -5,7 +5,12 @@ assignment metadata record's ``Timestamp``; 0 when unknown) finished at least th
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar
+
+from coordinator.runtime.result import Record
+
+A = TypeVar("A")
 
 
 def interval_passed(last_ms: int, now_ms: int, interval_ms: int) -> bool:
@@ -19,3 +24,21 @@ def assignment_due(group: Any, group_epoch: int, now_ms: int, interval_ms: int) 
     if group_epoch <= group.assignment_epoch:
         return False
     return interval_passed(group.assignment_timestamp, now_ms, interval_ms)
+
+
+def changed_targets(group: Any, changed: Iterable[tuple[str, Any]], members: Mapping[str, Any],
+                    convert: Callable[[Any], A], same: Callable[[A, A], bool],
+                    record: Callable[[str, str, A], Record]) -> tuple[dict[str, A], list[Record]]:
+    """Kafka's ``TargetAssignmentBuilder`` result for the members still in ``members`` (one that
+    left meanwhile loses its share): each changed member's new target (``convert`` of what the
+    assignor gave) and the records of those that differ (``same``) from the group's target."""
+    new: dict[str, A] = {}
+    out: list[Record] = []
+    for member_id, assigned in changed:
+        if member_id not in members:
+            continue
+        target = new[member_id] = convert(assigned)
+        old = group.target.get(member_id)
+        if old is None or not same(old, target):
+            out.append(record(group.group_id, member_id, target))
+    return new, out

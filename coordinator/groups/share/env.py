@@ -8,8 +8,8 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from assignors import PartitionAssignor, get_assignor
-from coordinator.groups.modern.env import Installed, NoTopics, TopicLookup
+from assignors import PartitionAssignor
+from coordinator.groups.modern.env import Installed, NoTopics, TopicLookup, cached_assignor
 from coordinator.groups.modern.settings import broker_configs
 
 
@@ -132,10 +132,7 @@ class ShareGroupEnv:
     _assignors: dict[str, PartitionAssignor] = field(default_factory=dict)
 
     def assignor(self, name: str) -> PartitionAssignor:
-        found = self._assignors.get(name)
-        if found is None:
-            found = self._assignors[name] = get_assignor(name)
-        return found
+        return cached_assignor(self._assignors, name)
 
 
 _ENV: Installed[ShareGroupEnv] = Installed(ShareGroupEnv)

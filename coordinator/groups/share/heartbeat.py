@@ -122,10 +122,8 @@ def schedule_session_timeout(shard: Any, env: ShareGroupEnv, group_id: str, memb
 def rearm_on_load(shard: Any, now_ms: int) -> None:
     """Members loaded from the log must heartbeat again within their session timeout."""
     env = installed()
-    for group in list(shard.groups.values()):
-        if isinstance(group, ShareGroup):
-            for member_id in group.members:
-                schedule_session_timeout(shard, env, group.group_id, member_id, now_ms)
+    member_rules.rearm_members(shard, ShareGroup, lambda group, member: schedule_session_timeout(
+        shard, env, group.group_id, member.member_id, now_ms))
 
 
 # ------------------------------------------------------------------------------ fencing

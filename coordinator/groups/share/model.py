@@ -11,10 +11,11 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import IntEnum, StrEnum
+from enum import IntEnum
 from types import MappingProxyType
 
 from coordinator.groups.common.assignor_job import TargetIndexCache
+from coordinator.groups.modern.state import GroupState
 from coordinator.groups.modern.subscription import SubscribedTopic
 from protocol import ErrorCode
 
@@ -38,14 +39,6 @@ class MemberState(IntEnum):
     is always stable: it takes its target at once."""
 
     STABLE = 0
-
-
-class GroupState(StrEnum):
-    """What ShareGroupDescribe / ListGroups report (``str()`` is Kafka's name)."""
-
-    EMPTY = "Empty"
-    STABLE = "Stable"
-    DEAD = "Dead"
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable, Mapping
 
+from coordinator.groups.modern.records import subscription_topics
 from coordinator.runtime.result import Record
 from storage.records import (
     ShareGroupCurrentMemberAssignmentKey,
@@ -23,7 +24,6 @@ from storage.records import (
     ShareGroupTargetAssignmentMemberValue,
     ShareGroupTargetAssignmentMetadataKey,
     ShareGroupTargetAssignmentMetadataValue,
-    TopicMetadata,
     TopicPartitions,
     TopicPartitionsInfo,
 )
@@ -47,9 +47,7 @@ def group_epoch(group_id: str, epoch: int) -> Record:
 
 def subscription_metadata(group_id: str, topics: Iterable[SubscribedTopic]) -> Record:
     return (ShareGroupPartitionMetadataKey(group_id=group_id),
-            ShareGroupPartitionMetadataValue(topics=tuple(
-                TopicMetadata(topic_id=t.topic_id, topic_name=t.name, num_partitions=t.partitions)
-                for t in sorted(topics, key=lambda t: t.name))))
+            ShareGroupPartitionMetadataValue(topics=subscription_topics(topics)))
 
 
 def member_metadata(group_id: str, member: ShareGroupMember) -> Record:

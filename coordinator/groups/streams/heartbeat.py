@@ -234,13 +234,13 @@ def cancel_timers(shard: Any, group_id: str, member_id: str) -> None:
 
 def rearm_on_load(shard: Any, now_ms: int) -> None:
     env = installed()
-    for group in list(shard.groups.values()):
-        if not isinstance(group, StreamsGroup):
-            continue
-        for member in group.members.values():
-            schedule_session_timeout(shard, env, group.group_id, member.member_id, now_ms)
-            if member.state is MemberState.UNREVOKED_TASKS:
-                schedule_rebalance_timeout(shard, group.group_id, member, now_ms)
+
+    def rearm(group: StreamsGroup, member: StreamsGroupMember) -> None:
+        schedule_session_timeout(shard, env, group.group_id, member.member_id, now_ms)
+        if member.state is MemberState.UNREVOKED_TASKS:
+            schedule_rebalance_timeout(shard, group.group_id, member, now_ms)
+
+    member_rules.rearm_members(shard, StreamsGroup, rearm)
 
 
 def _standby(configs: tuple[tuple[str, str], ...]) -> int:

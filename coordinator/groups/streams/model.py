@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from enum import IntEnum, StrEnum
+from enum import IntEnum
 from types import MappingProxyType
 from typing import Any
 
+from coordinator.groups.modern.state import GroupState
 from protocol import ErrorCode
 
 STREAMS_PROTOCOL_TYPE = "streams"
@@ -103,17 +104,6 @@ class MemberState(IntEnum):
     UNREVOKED_TASKS = 2
     UNRELEASED_TASKS = 3
     UNKNOWN = 127
-
-
-class GroupState(StrEnum):
-    """What StreamsGroupDescribe / ListGroups report (``str()`` is Kafka's name)."""
-
-    EMPTY = "Empty"
-    NOT_READY = "NotReady"
-    ASSIGNING = "Assigning"
-    RECONCILING = "Reconciling"
-    STABLE = "Stable"
-    DEAD = "Dead"
 
 
 @dataclass(frozen=True, slots=True)
