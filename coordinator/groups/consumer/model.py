@@ -16,6 +16,7 @@ from enum import IntEnum
 from typing import Any
 
 from coordinator.groups.common.assignor_job import TargetIndexCache
+from coordinator.groups.modern.members import ModernGroupMember
 from coordinator.groups.modern.state import GroupState
 from coordinator.groups.modern.subscription import SubscribedTopic
 from protocol import ErrorCode
@@ -87,10 +88,7 @@ def interned_topic_names(names: Iterable[str]) -> tuple[str, ...]:
 
 
 @dataclass(frozen=True, slots=True)
-class ConsumerGroupMember:
-    member_id: str
-    member_epoch: int = 0
-    previous_member_epoch: int = 0
+class ConsumerGroupMember(ModernGroupMember):
     state: MemberState = MemberState.STABLE
     instance_id: str | None = None
     rack_id: str | None = None

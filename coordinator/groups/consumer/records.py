@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from coordinator.groups.modern.records import subscription_topics
+from coordinator.groups.modern import records as modern_records
 from coordinator.runtime.result import Record
 from storage.records import (
     ClassicMemberMetadata,
@@ -26,16 +26,7 @@ from storage.records import (
 )
 
 from .assignment_forms import AssignmentForms, topic_partitions
-from .model import Assignment, ConsumerGroup, ConsumerGroupMember, SubscribedTopic
-
-
-def group_epoch(group_id: str, epoch: int) -> Record:
-    return (ConsumerGroupMetadataKey(group_id=group_id), ConsumerGroupMetadataValue(epoch=epoch))
-
-
-def subscription_metadata(group_id: str, topics: Iterable[SubscribedTopic]) -> Record:
-    return (ConsumerGroupPartitionMetadataKey(group_id=group_id),
-            ConsumerGroupPartitionMetadataValue(topics=subscription_topics(topics)))
+from .model import Assignment, ConsumerGroup, ConsumerGroupMember
 
 
 def member_metadata(group_id: str, member: ConsumerGroupMember) -> Record:
@@ -123,3 +114,9 @@ def group_tombstones(group: ConsumerGroup) -> list[Record]:
             (subscription_metadata(gid, ())[0], None),
             (group_epoch(gid, 0)[0], None)]
     return out
+
+
+# the records every modern group type builds alike (``modern.records``)
+group_epoch = modern_records.group_epoch(ConsumerGroupMetadataKey, ConsumerGroupMetadataValue)
+subscription_metadata = modern_records.partition_metadata(
+    ConsumerGroupPartitionMetadataKey, ConsumerGroupPartitionMetadataValue)

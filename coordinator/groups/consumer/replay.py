@@ -5,6 +5,7 @@ are replayed by ``modern.replay``, members and current assignments here."""
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from coordinator.groups.modern import replay as modern_replay
 from storage.records import (
@@ -30,12 +31,19 @@ def _group_metadata(group: ConsumerGroup, value: ConsumerGroupMetadataValue) -> 
     group.group_epoch = value.epoch
 
 
+def _unassigned(group: ConsumerGroup, key: Any, value: Any) -> ConsumerGroupMember | None:
+    """The member a record is for; a tombstone releases its partitions' epochs first."""
+    old = group.member(key.member_id)
+    if value is None and old is not None:
+        group.set_partition_epochs(old, None)
+    return old
+
+
 def _member_metadata(group: ConsumerGroup, key: ConsumerGroupMemberMetadataKey,
                      value: ConsumerGroupMemberMetadataValue | None) -> None:
-    old = group.member(key.member_id)
+    old = _unassigned(group, key, value)
     if value is None:
         if old is not None:
-            group.set_partition_epochs(old, None)
             group.drop_member(key.member_id)
         return
     base = old or ConsumerGroupMember(key.member_id)
@@ -54,10 +62,9 @@ def _member_metadata(group: ConsumerGroup, key: ConsumerGroupMemberMetadataKey,
 
 def _current_assignment(group: ConsumerGroup, key: ConsumerGroupCurrentMemberAssignmentKey,
                         value: ConsumerGroupCurrentMemberAssignmentValue | None) -> None:
-    old = group.member(key.member_id)
+    old = _unassigned(group, key, value)
     if value is None:
         if old is not None:
-            group.set_partition_epochs(old, None)
             group.put_member(replace(old, member_epoch=-1, previous_member_epoch=-1,
                                      state=MemberState.STABLE, assigned_partitions={},
                                      partitions_pending_revocation={}))

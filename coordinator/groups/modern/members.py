@@ -1,11 +1,13 @@
-"""What the KIP-848 group types (consumer, share, streams) do alike for their members: the
-group a replayed record belongs to, member-epoch fencing, and a member's expiry timers
-(session and rebalance timeouts). Each group type passes its group class, its name as Kafka's
-messages spell it, and how it removes a member."""
+"""What the KIP-848 group types (consumer, share, streams) do alike for their members: what a
+member is (``ModernGroupMember``), the group a request or a replayed record is for, member-id
+and member-epoch checks (UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH, INVALID_REQUEST), and a
+member's expiry timers (session and rebalance timeouts, re-armed after a load). Each group type
+passes its group class, its name as Kafka's messages spell it, and how it removes a member."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from coordinator.observability import timeline
@@ -14,6 +16,17 @@ from coordinator.runtime import CoordinatorError, Result
 from protocol import ErrorCode
 
 log = get_logger("coordinator.groups")
+
+
+@dataclass(frozen=True, slots=True)
+class ModernGroupMember:
+    """Kafka's ``ModernGroupMember``: the member's id, the epoch it is at and the one before
+    (the KIP's lost-response case); each type's member adds its state, subscription and
+    assignment."""
+
+    member_id: str
+    member_epoch: int = 0
+    previous_member_epoch: int = 0
 
 
 class _Group(Protocol):

@@ -15,6 +15,7 @@ from enum import IntEnum
 from types import MappingProxyType
 
 from coordinator.groups.common.assignor_job import TargetIndexCache
+from coordinator.groups.modern.members import ModernGroupMember
 from coordinator.groups.modern.state import GroupState
 from coordinator.groups.modern.subscription import SubscribedTopic
 from protocol import ErrorCode
@@ -42,10 +43,7 @@ class MemberState(IntEnum):
 
 
 @dataclass(frozen=True, slots=True)
-class ShareGroupMember:
-    member_id: str
-    member_epoch: int = 0
-    previous_member_epoch: int = 0
+class ShareGroupMember(ModernGroupMember):
     rack_id: str | None = None
     client_id: str = ""
     client_host: str = ""

@@ -14,6 +14,7 @@ from enum import IntEnum
 from types import MappingProxyType
 from typing import Any
 
+from coordinator.groups.modern.members import ModernGroupMember
 from coordinator.groups.modern.state import GroupState
 from protocol import ErrorCode
 
@@ -113,10 +114,7 @@ class Endpoint:
 
 
 @dataclass(frozen=True, slots=True)
-class StreamsGroupMember:
-    member_id: str
-    member_epoch: int = 0
-    previous_member_epoch: int = 0
+class StreamsGroupMember(ModernGroupMember):
     state: MemberState = MemberState.STABLE
     instance_id: str | None = None
     rack_id: str | None = None
