@@ -11,7 +11,8 @@
 The modules here work across types: ``replay`` (the table from record types to replayers, and
 the shard built with it), ``classic_protocol`` (classic requests to a classic or a mixed group),
 ``admin`` (describe, list, delete), ``commit_validation``, ``expiration`` (KIP-211) and
-``metrics_view``. Imports only go one way: these modules -> group types -> ``modern`` and ``common``.
+``metrics_view``. Imports only go one way: these modules -> group types -> ``modern`` and
+``common``.
 
 Every group of a coordinator partition lives in ``CoordinatorShard.groups`` under its group id;
 a group id names one group of one type at a time.
