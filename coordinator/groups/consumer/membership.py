@@ -51,9 +51,8 @@ def schedule_session_timeout(shard: Any, env: ConsumerGroupEnv, group_id: str, m
 
     timeout = timeout_ms if timeout_ms is not None else \
         group_settings(shard, env, group_id).session_timeout_ms
-    member_rules.schedule_expiry(shard, session_key(group_id, member_id), now_ms + timeout,
-                                 ConsumerGroup, group_id, member_id, timeline.SESSION_EXPIRED,
-                                 "consumer group member session expired", remove)
+    member_rules.schedule_session_timeout(shard, "consumer", ConsumerGroup, group_id, member_id,
+                                          now_ms + timeout, remove)
 
 
 def schedule_rebalance_timeout(shard: Any, env: ConsumerGroupEnv, group_id: str,

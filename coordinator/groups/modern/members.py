@@ -166,3 +166,13 @@ def schedule_expiry(shard: Any, key: Any, deadline_ms: int, group_class: type[An
         return remove(shard, group, member, now)
 
     shard.timers.schedule(key, deadline_ms, expire)
+
+
+def schedule_session_timeout(shard: Any, kind: str, group_class: type[Any], group_id: str,
+                             member_id: str, deadline_ms: int,
+                             remove: Callable[[Any, Any, Any, int], Result]) -> None:
+    """The member's session timeout at ``deadline_ms`` (its timer ``session_key``): unless it
+    heartbeats first, it is removed as expired."""
+    schedule_expiry(shard, session_key(kind, group_id, member_id), deadline_ms, group_class,
+                    group_id, member_id, timeline.SESSION_EXPIRED,
+                    f"{kind} group member session expired", remove)

@@ -22,7 +22,7 @@ from coordinator.groups.modern.heartbeat import MemberRequest, MemberResponse
 from coordinator.groups.modern.members import invalid, known_member, note_leaving, unknown_member
 from coordinator.groups.modern.subscription import next_group_epoch
 from coordinator.groups.modern.target import assignment_due
-from coordinator.observability import sensors, timeline
+from coordinator.observability import sensors
 from coordinator.observability.logs import get_logger
 from coordinator.runtime import CoordinatorError, Result
 from coordinator.runtime.result import Record
@@ -114,9 +114,8 @@ def schedule_session_timeout(shard: Any, env: ShareGroupEnv, group_id: str, memb
         return remove_member(shard, env, group, member, now)
 
     timeout = group_settings(shard, env, group_id).session_timeout_ms
-    member_rules.schedule_expiry(shard, session_key(group_id, member_id), now_ms + timeout,
-                            ShareGroup, group_id, member_id, timeline.SESSION_EXPIRED,
-                            "share group member session expired", remove)
+    member_rules.schedule_session_timeout(shard, "share", ShareGroup, group_id, member_id,
+                                          now_ms + timeout, remove)
 
 
 def rearm_on_load(shard: Any, now_ms: int) -> None:

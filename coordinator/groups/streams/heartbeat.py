@@ -184,9 +184,8 @@ def initial_delay_key(group_id: str) -> tuple[str, str]:
 def schedule_session_timeout(shard: Any, env: StreamsGroupEnv, group_id: str, member_id: str,
                              now_ms: int) -> None:
     timeout = group_settings(shard, env, group_id).session_timeout_ms
-    member_rules.schedule_expiry(shard, session_key(group_id, member_id), now_ms + timeout,
-                            StreamsGroup, group_id, member_id, timeline.SESSION_EXPIRED,
-                            "streams group member session expired", remove_member)
+    member_rules.schedule_session_timeout(shard, "streams", StreamsGroup, group_id, member_id,
+                                          now_ms + timeout, remove_member)
 
 
 def schedule_rebalance_timeout(shard: Any, group_id: str, member: StreamsGroupMember,
