@@ -19,7 +19,7 @@ from coordinator.groups.modern import members as member_rules
 from coordinator.groups.modern.heartbeat import MemberRequest, MemberResponse
 from coordinator.groups.modern.members import invalid, known_member, note_leaving, unknown_member
 from coordinator.groups.modern.subscription import next_group_epoch
-from coordinator.groups.modern.target import assignment_due
+from coordinator.groups.modern.target import assignment_due, offloaded
 from coordinator.observability import sensors, timeline
 from coordinator.observability.logs import get_logger
 from coordinator.runtime import CoordinatorError, Result
@@ -319,7 +319,7 @@ def heartbeat(shard: Any, now_ms: int, env: ConsumerGroupEnv,
         resolution != consumer_regex.resolved_topics(group)
     group_epoch = group.group_epoch
     metadata: Mapping[str, SubscribedTopic] = group.subscription_metadata
-    offload = own.assignor_offload and env.offloader is not None
+    offload = offloaded(own, env)
     # A new group's first offloaded run waits a moment for more members (``pacing``); those
     # joining meanwhile are in it, at epoch 2, without a bump of their own.
     first_window = offload and settings.first_target_window_ms > 0 and \

@@ -39,7 +39,7 @@ from coordinator.groups.common.offload import (
     install_result,
     start_run_effect,
 )
-from coordinator.groups.modern.target import assignment_due
+from coordinator.groups.modern.target import assignment_due, offloaded
 from coordinator.observability.logs import get_logger
 from coordinator.runtime import Result
 from coordinator.runtime.result import Record
@@ -175,7 +175,7 @@ def assign_timer_fired(shard: Any, now_ms: int, env: ConsumerGroupEnv, group_id:
         resolution = consumer_regex.resolved_topics(group)
         members = {mid: consumer_regex.with_regex_topics(m, resolution)
                    for mid, m in group.members.items()}
-    offload = own.assignor_offload and env.offloader is not None
+    offload = offloaded(own, env)
     out, effect, _ = start_run(shard, env, group, group.group_epoch, members,
                                 dict(group.target), group.subscription_metadata, now_ms,
                                 offload)

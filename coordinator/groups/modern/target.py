@@ -1,7 +1,8 @@
 """When a new target assignment is due (seed 000's batching, one rule for every group type):
 the target lags the group epoch, and the last computation (its finish time is the target
 assignment metadata record's ``Timestamp``; 0 when unknown) finished at least the group's
-``<type>.assignment.interval.ms`` ago. Each type's ``target`` module builds the target."""
+``<type>.assignment.interval.ms`` ago; and whether the run is offloaded. Each type's
+``target`` module builds the target; ``changed_targets`` installs it."""
 
 from __future__ import annotations
 
@@ -17,6 +18,12 @@ def interval_passed(last_ms: int, now_ms: int, interval_ms: int) -> bool:
     """Whether ``interval_ms`` passed since the computation that finished at ``last_ms``
     (always, when that time is unknown)."""
     return last_ms <= 0 or now_ms - last_ms >= interval_ms
+
+
+def offloaded(settings: Any, env: Any) -> bool:
+    """Whether the group's runs go to the background executor (seed 000's offload): its
+    ``<type>.assignor.offload.enable`` says so and the environment has an offloader."""
+    return bool(settings.assignor_offload) and env.offloader is not None
 
 
 def assignment_due(group: Any, group_epoch: int, now_ms: int, interval_ms: int) -> bool:

@@ -21,7 +21,7 @@ from coordinator.groups.modern import subscription as modern_subscription
 from coordinator.groups.modern.heartbeat import MemberRequest, MemberResponse
 from coordinator.groups.modern.members import invalid, known_member, note_leaving, unknown_member
 from coordinator.groups.modern.subscription import next_group_epoch
-from coordinator.groups.modern.target import assignment_due
+from coordinator.groups.modern.target import assignment_due, offloaded
 from coordinator.observability import sensors
 from coordinator.observability.logs import get_logger
 from coordinator.runtime import CoordinatorError, Result
@@ -255,7 +255,7 @@ def heartbeat(shard: Any, now_ms: int, env: ShareGroupEnv, request: HeartbeatReq
                                                      own.assignment_interval_ms):
         assignor = env.settings.default_assignor
         prepared = prepare(group, group_epoch, assignor, members, group.target, metadata)
-        if own.assignor_offload and env.offloader is not None:
+        if offloaded(own, env):
             effect = start_effect(shard, gid, prepared, env.offloader)
             log.info("offloaded target assignment", group_id=gid, group_epoch=group_epoch,
                      assignor=assignor, members=len(members))

@@ -22,6 +22,7 @@ from coordinator.groups.classic.model import ClassicGroup, ClassicGroupState
 from coordinator.groups.modern import members as member_rules
 from coordinator.groups.modern.heartbeat import MemberRequest
 from coordinator.groups.modern.members import invalid, known_member, note_leaving, unknown_member
+from coordinator.groups.modern.target import offloaded
 from coordinator.observability import sensors, timeline
 from coordinator.observability.logs import get_logger
 from coordinator.runtime import CoordinatorError, Result
@@ -219,7 +220,7 @@ def _schedule_initial_delay(shard: Any, env: StreamsGroupEnv, group_id: str, now
         settings = group_settings(shard, env, group_id)
         prepared = prepare(group, group.group_epoch, group.members, group.configured,
                            _standby(group.assignment_configs))
-        if settings.assignor_offload and env.offloader is not None:
+        if offloaded(settings, env):
             return Result(effect=start_effect(shard, group_id, prepared, env.offloader))
         _, out = compute_inline(group, prepared, group.members, now)
         return Result(out)
@@ -430,7 +431,7 @@ def heartbeat(shard: Any, now_ms: int, env: StreamsGroupEnv, request: HeartbeatR
         else:
             prepared = prepare(group, group_epoch, members, configured,
                                own.num_standby_replicas)
-            if own.assignor_offload and env.offloader is not None:
+            if offloaded(own, env):
                 effects.append(start_effect(shard, gid, prepared, env.offloader))
                 delayed = IN_FLIGHT_DETAIL
                 log.info("offloaded target assignment", group_id=gid, group_epoch=group_epoch,
