@@ -7,6 +7,8 @@ from typing import Any
 
 from coordinator.groups.classic.consumer_protocol import subscribed_topics
 from coordinator.groups.classic.model import CONSUMER_PROTOCOL_TYPE, ClassicGroup, ClassicGroupState
+from coordinator.groups.consumer import records as consumer_records
+from coordinator.groups.consumer.model import ConsumerGroup
 from coordinator.groups.share import records as share_records
 from coordinator.groups.share import state_records
 from coordinator.groups.share.model import SHARE_PROTOCOL_TYPE, ShareGroup
@@ -124,8 +126,8 @@ def delete_group(shard: Any, group_id: str) -> Result:
         records.extend(share_records.group_tombstones(group))
         records.extend(state_records.tombstone(group_id, topic_id, partition)
                        for topic_id, partition in shard.share_partitions.get(group_id, {}))
-    elif group is not None:
-        records.extend(getattr(group, "tombstones", lambda: [])())
+    elif isinstance(group, ConsumerGroup):
+        records.extend(consumer_records.group_tombstones(group))
 
     def effect() -> None:
         shard.groups.pop(group_id, None)

@@ -19,6 +19,8 @@ from .classic.join import JoinOutcome, JoinRequest, SyncRequest
 from .classic.model import ClassicGroup
 from .classic.session import HeartbeatRequest
 from .consumer import migration
+from .consumer import mixed as consumer_mixed
+from .consumer import records as consumer_records
 from .consumer.model import ConsumerGroup
 from .streams import records as streams_records
 from .streams.model import StreamsGroup
@@ -43,8 +45,9 @@ def join(shard: Any, request: JoinRequest, now: int) -> Result:
         return Result((), JoinOutcome(error, request.member_id))
     if isinstance(group, ConsumerGroup):
         if group.members:
-            return migration.classic_join(shard, migration.env(), group, request, now)
-        return classic_join.join(shard, request, now, replacing=group.tombstones())
+            return consumer_mixed.classic_join(shard, migration.env(), group, request, now)
+        return classic_join.join(shard, request, now,
+                                 replacing=consumer_records.group_tombstones(group))
     if isinstance(group, StreamsGroup) and not group.members:
         # An empty streams group makes way for the classic group, as in Kafka.
         return classic_join.join(shard, request, now,
@@ -54,13 +57,13 @@ def join(shard: Any, request: JoinRequest, now: int) -> Result:
 
 def sync(shard: Any, request: SyncRequest, now: int) -> Result:
     if request.group_id and (mixed := _consumer_group(shard, request.group_id)) is not None:
-        return migration.classic_sync(shard, migration.env(), mixed, request, now)
+        return consumer_mixed.classic_sync(shard, migration.env(), mixed, request, now)
     return classic_session.sync(shard, request, now)
 
 
 def heartbeat(shard: Any, request: HeartbeatRequest, now: int) -> Result:
     if (mixed := _consumer_group(shard, request.group_id)) is not None:
-        return migration.classic_heartbeat(shard, migration.env(), mixed, request.member_id,
+        return consumer_mixed.classic_heartbeat(shard, migration.env(), mixed, request.member_id,
                                            request.group_instance_id, request.generation_id,
                                            now)
     return classic_session.heartbeat(shard, request, now)
@@ -71,5 +74,5 @@ def leave(shard: Any, group_id: str, members: list[tuple[str, str | None, str | 
     """``members`` are (member id, group instance id, reason); the response is the error of
     each, in order."""
     if (mixed := _consumer_group(shard, group_id)) is not None:
-        return migration.classic_leave(shard, migration.env(), mixed, members, now)
+        return consumer_mixed.classic_leave(shard, migration.env(), mixed, members, now)
     return classic_session.leave(shard, group_id, members, now)

@@ -53,7 +53,7 @@ from .classic import session as classic_session
 from .common import group_configs, offsets
 from .common.configs import classic_config, offsets_retention
 from .common.shard import CoordinatorShard, LoadHook, RawReplayer, Replayer
-from .consumer import heartbeat as consumer_heartbeat
+from .consumer import membership as consumer_membership
 from .consumer import regex as consumer_regex
 from .consumer import replay as consumer_replay
 from .share import heartbeat as share_heartbeat
@@ -123,7 +123,7 @@ NOT_REPLAYED: Mapping[type, str] = {
 """Record types ``storage.records`` knows that no coordinator partition replays, and why."""
 
 LOAD_HOOKS: tuple[LoadHook, ...] = (
-    consumer_heartbeat.rearm_on_load,  # session and rebalance timeouts of consumer members
+    consumer_membership.rearm_on_load,  # session and rebalance timeouts of consumer members
     classic_session.arm_loaded_sessions,  # session timeouts of classic members
     share_heartbeat.rearm_on_load,  # session timeouts of share members
     streams_heartbeat.rearm_on_load,  # session and rebalance timeouts of streams members

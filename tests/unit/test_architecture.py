@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from functools import cache
 from pathlib import Path
 
@@ -52,12 +52,12 @@ def _packages() -> frozenset[str]:
                      for path in (ROOT / top).rglob("__init__.py"))
 
 
-def _imports(module: str) -> Iterator[str]:
+def _imports(module: str, planted: str = "") -> Iterator[str]:
     """The modules of ours that ``module`` imports (a name imported from a package counts as
-    the package unless it is a module itself)."""
+    the package unless it is a module itself); ``planted``: source added to the module's."""
     path = _modules()[module]
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in ast.walk(ast.parse(path.read_text() + "\n" + planted, str(path))):
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -128,6 +128,45 @@ def test_no_circular_imports_between_coordinator_packages() -> None:
     assert cycle is None, "import cycle between packages: " + " -> ".join(cycle or [])
 
 
+GROUPS = "coordinator.groups"
+
+
+def _groups_module_graph(planted: Mapping[str, str] | None = None) -> dict[str, set[str]]:
+    """Module -> the modules (and packages) of ``coordinator/groups/`` it imports; ``planted``:
+    source to add to some modules, as if they said it."""
+    planted = planted or {}
+    graph: dict[str, set[str]] = {}
+    for module in _modules():
+        if module != GROUPS and not module.startswith(GROUPS + "."):
+            continue
+        for imported in _imports(module, planted.get(module, "")):
+            if imported.startswith(GROUPS + ".") and imported != module:
+                graph.setdefault(module, set()).add(imported)
+    return graph
+
+
+def _assert_no_module_cycle(graph: dict[str, set[str]]) -> None:
+    cycle = _cycle(graph)
+    assert cycle is None, "import cycle between modules: " + " -> ".join(cycle or [])
+
+
+def test_no_circular_imports_between_modules_of_the_groups() -> None:
+    """Inside ``coordinator/groups/`` even the modules of one package import one another one
+    way only (docs/architecture.md's order), so that each can be read and changed alone."""
+    graph = _groups_module_graph()
+    assert "coordinator.groups.consumer.records" in graph["coordinator.groups.consumer.heartbeat"]
+    _assert_no_module_cycle(graph)
+
+
+def test_the_module_check_fails_on_a_planted_cycle() -> None:
+    """``consumer/model.py`` importing ``heartbeat`` (which imports the model) is a cycle, even
+    as a lazy import inside a function."""
+    planted = {"coordinator.groups.consumer.model":
+               "def _late() -> None:\n    from . import heartbeat\n"}
+    with pytest.raises(AssertionError, match=r"import cycle between modules: .*consumer\.model"):
+        _assert_no_module_cycle(_groups_module_graph(planted))
+
+
 def test_the_cycle_check_finds_a_cycle() -> None:
     assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert _cycle({"a": {"b"}, "b": {"c"}}) is None
@@ -146,6 +185,8 @@ def test_top_level_folders_import_only_what_the_design_allows(top: str) -> None:
     ("coordinator.config", "coordinator."),
     # group types build on common; common knows none of them
     ("coordinator.groups.common", "coordinator.groups."),
+    # consumer, share and streams groups build on the modern core; it knows none of them
+    ("coordinator.groups.modern", "coordinator.groups."),
     # classic groups know nothing of consumer groups (mixed groups live in consumer/)
     ("coordinator.groups.classic", "coordinator.groups.consumer"),
 ])

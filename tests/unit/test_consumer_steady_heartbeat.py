@@ -9,7 +9,8 @@ from dataclasses import replace
 import pytest
 
 from coordinator.groups.consumer.env import ConsumerGroupSettings
-from coordinator.groups.consumer.heartbeat import HeartbeatRequest, heartbeat, session_key
+from coordinator.groups.consumer.heartbeat import HeartbeatRequest, heartbeat
+from coordinator.groups.consumer.membership import session_key
 from coordinator.groups.consumer.steady import steady_heartbeat
 from coordinator.runtime import CoordinatorError
 from coordinator.testing.consumer_group_context import ConsumerGroupContext

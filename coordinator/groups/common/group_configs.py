@@ -154,8 +154,11 @@ def replay(shard: Any, offset: int, key: GroupConfigKey, value: GroupConfigValue
 
 # ------------------------------------------------------------------------------ per group type
 @dataclass(frozen=True, slots=True)
-class ConsumerGroupOverrides:
-    """What a consumer group overrides; None means the broker's value."""
+class ModernGroupOverrides:
+    """What a consumer, share or streams group may override of its type's broker configs
+    (``<type>.session.timeout.ms``, ``<type>.heartbeat.interval.ms``,
+    ``<type>.assignment.interval.ms``, ``<type>.assignor.offload.enable``); None means the
+    broker's value."""
 
     session_timeout_ms: int | None = None
     heartbeat_interval_ms: int | None = None
@@ -164,14 +167,15 @@ class ConsumerGroupOverrides:
 
 
 @dataclass(frozen=True, slots=True)
-class ShareGroupOverrides:
+class ConsumerGroupOverrides(ModernGroupOverrides):
+    """What a consumer group overrides; None means the broker's value."""
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupOverrides(ModernGroupOverrides):
     """What a share group overrides; None means the broker's value (``share.auto.offset.reset``
     and ``share.isolation.level`` have fixed defaults, as in Kafka)."""
 
-    session_timeout_ms: int | None = None
-    heartbeat_interval_ms: int | None = None
-    assignment_interval_ms: int | None = None
-    assignor_offload: bool | None = None
     record_lock_duration_ms: int | None = None
     delivery_count_limit: int | None = None
     partition_max_record_locks: int | None = None
@@ -180,15 +184,11 @@ class ShareGroupOverrides:
 
 
 @dataclass(frozen=True, slots=True)
-class StreamsGroupOverrides:
+class StreamsGroupOverrides(ModernGroupOverrides):
     """What a streams group overrides; None means the broker's value."""
 
-    session_timeout_ms: int | None = None
-    heartbeat_interval_ms: int | None = None
     num_standby_replicas: int | None = None
     initial_rebalance_delay_ms: int | None = None
-    assignment_interval_ms: int | None = None
-    assignor_offload: bool | None = None
 
 
 _NO_CONSUMER_OVERRIDES = ConsumerGroupOverrides()
@@ -244,24 +244,24 @@ def _parser(stored: Mapping[str, str]) -> Callable[[str], Any]:
     return parsed
 
 
+def _modern_overrides(parsed: Callable[[str], Any], kind: str) -> dict[str, Any]:
+    """The ``ModernGroupOverrides`` fields of a ``kind`` group (an assignment interval of -1
+    is the broker's)."""
+    interval = parsed(f"{kind}.assignment.interval.ms")
+    return {"session_timeout_ms": parsed(f"{kind}.session.timeout.ms"),
+            "heartbeat_interval_ms": parsed(f"{kind}.heartbeat.interval.ms"),
+            "assignment_interval_ms": None if interval is None or interval == -1 else interval,
+            "assignor_offload": parsed(f"{kind}.assignor.offload.enable")}
+
+
 def _parse_consumer_overrides(stored: Mapping[str, str]) -> ConsumerGroupOverrides:
-    parsed = _parser(stored)
-    interval = parsed("consumer.assignment.interval.ms")
-    return ConsumerGroupOverrides(
-        session_timeout_ms=parsed("consumer.session.timeout.ms"),
-        heartbeat_interval_ms=parsed("consumer.heartbeat.interval.ms"),
-        assignment_interval_ms=None if interval is None or interval == -1 else interval,
-        assignor_offload=parsed("consumer.assignor.offload.enable"))
+    return ConsumerGroupOverrides(**_modern_overrides(_parser(stored), "consumer"))
 
 
 def _parse_share_overrides(stored: Mapping[str, str]) -> ShareGroupOverrides:
     parsed = _parser(stored)
-    interval = parsed("share.assignment.interval.ms")
     return ShareGroupOverrides(
-        session_timeout_ms=parsed("share.session.timeout.ms"),
-        heartbeat_interval_ms=parsed("share.heartbeat.interval.ms"),
-        assignment_interval_ms=None if interval is None or interval == -1 else interval,
-        assignor_offload=parsed("share.assignor.offload.enable"),
+        **_modern_overrides(parsed, "share"),
         record_lock_duration_ms=parsed("share.record.lock.duration.ms"),
         delivery_count_limit=parsed("share.delivery.count.limit"),
         partition_max_record_locks=parsed("share.partition.max.record.locks"),
@@ -271,11 +271,7 @@ def _parse_share_overrides(stored: Mapping[str, str]) -> ShareGroupOverrides:
 
 def _parse_streams_overrides(stored: Mapping[str, str]) -> StreamsGroupOverrides:
     parsed = _parser(stored)
-    interval = parsed("streams.assignment.interval.ms")
     return StreamsGroupOverrides(
-        session_timeout_ms=parsed("streams.session.timeout.ms"),
-        heartbeat_interval_ms=parsed("streams.heartbeat.interval.ms"),
+        **_modern_overrides(parsed, "streams"),
         num_standby_replicas=parsed("streams.num.standby.replicas"),
-        initial_rebalance_delay_ms=parsed("streams.initial.rebalance.delay.ms"),
-        assignment_interval_ms=None if interval is None or interval == -1 else interval,
-        assignor_offload=parsed("streams.assignor.offload.enable"))
+        initial_rebalance_delay_ms=parsed("streams.initial.rebalance.delay.ms"))

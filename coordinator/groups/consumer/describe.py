@@ -6,31 +6,23 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from coordinator.groups.modern.describe import Description, described
 from protocol import ErrorCode
 
 from .model import Assignment, ConsumerGroup, ConsumerGroupMember, GroupState
 
 
 @dataclass(frozen=True, slots=True)
-class GroupDescription:
-    group_id: str
-    error: ErrorCode = ErrorCode.none
-    error_message: str | None = None
+class GroupDescription(Description):
     state: GroupState = GroupState.DEAD
-    group_epoch: int = 0
-    assignment_epoch: int = 0
     assignor: str = ""
     members: tuple[tuple[ConsumerGroupMember, Assignment], ...] = ()
 
 
 def describe(shard: Any, group_id: str, default_assignor: str) -> GroupDescription:
-    group = shard.groups.get(group_id)
+    group, message = described(shard, group_id, ConsumerGroup, "consumer")
     if group is None:
-        return GroupDescription(group_id, ErrorCode.group_id_not_found,
-                                f"Group {group_id} not found.")
-    if not isinstance(group, ConsumerGroup):
-        return GroupDescription(group_id, ErrorCode.group_id_not_found,
-                                f"Group {group_id} is not a consumer group.")
+        return GroupDescription(group_id, ErrorCode.group_id_not_found, message)
     counts = Counter(m.server_assignor for m in group.members.values() if m.server_assignor)
     assignor = max(sorted(counts), key=lambda n: counts[n]) if counts else default_assignor
     return GroupDescription(

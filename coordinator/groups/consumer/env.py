@@ -7,7 +7,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from assignors import PartitionAssignor, get_assignor
+from assignors import PartitionAssignor
+from coordinator.groups.modern.env import NoTopics, TopicLookup, cached_assignor
+from coordinator.groups.modern.settings import broker_configs
 
 INT_MAX = 2**31 - 1
 
@@ -16,14 +18,6 @@ class TopicView(Protocol):
     name: str
     topic_id: uuid.UUID
     partitions: int
-
-
-class TopicLookup(Protocol):
-    """The part of ``MetadataImage`` the handlers read."""
-
-    def topic(self, name: str) -> Any: ...
-
-    def topic_by_id(self, topic_id: uuid.UUID) -> Any: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,12 +40,8 @@ class ConsumerGroupSettings:
     @classmethod
     def from_config(cls, config: Any) -> ConsumerGroupSettings:
         return cls(
-            session_timeout_ms=config["group.consumer.session.timeout.ms"],
-            heartbeat_interval_ms=config["group.consumer.heartbeat.interval.ms"],
-            max_size=config["group.consumer.max.size"],
+            **broker_configs(config, "consumer"),
             assignors=tuple(config["group.consumer.assignors"]),
-            assignment_interval_ms=config["group.consumer.assignment.interval.ms"],
-            assignor_offload=config["group.consumer.assignor.offload.enable"],
             regex_refresh_interval_ms=config["group.consumer.regex.refresh.interval.ms"],
             lag_options=tuple((name, config[name]) for name in (
                 "group.consumer.lag.assignor.offset.reset",
@@ -83,18 +73,7 @@ class ConsumerGroupEnv:
     _assignors: dict[str, PartitionAssignor] = field(default_factory=dict)
 
     def assignor(self, name: str) -> PartitionAssignor:
-        found = self._assignors.get(name)
-        if found is None:
-            found = self._assignors[name] = get_assignor(name)
-        return found
-
-
-class _NoTopics:
-    def topic(self, name: str) -> Any:
-        return None
-
-    def topic_by_id(self, topic_id: uuid.UUID) -> Any:
-        return None
+        return cached_assignor(self._assignors, name)
 
 
 _installed: ConsumerGroupEnv | None = None
@@ -107,7 +86,7 @@ def install(env: ConsumerGroupEnv) -> None:
 
 
 def installed() -> ConsumerGroupEnv:
-    return _installed or ConsumerGroupEnv(ConsumerGroupSettings(), _NoTopics())
+    return _installed or ConsumerGroupEnv(ConsumerGroupSettings(), NoTopics())
 
 
 def subscribed_names(counts: Mapping[str, int]) -> list[str]:

@@ -11,14 +11,15 @@ assignment when one is due (seed 000's interval), reconcile the member towards i
 from __future__ import annotations
 
 import uuid
-from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from coordinator.groups.common import members as member_rules
-from coordinator.groups.common.assignor_job import build_job
-from coordinator.groups.common.group_configs import consumer_overrides
+from coordinator.groups.modern import members as member_rules
+from coordinator.groups.modern.heartbeat import MemberRequest, MemberResponse
+from coordinator.groups.modern.members import invalid, known_member, note_leaving, unknown_member
+from coordinator.groups.modern.subscription import next_group_epoch
+from coordinator.groups.modern.target import assignment_due, offloaded
 from coordinator.observability import sensors, timeline
 from coordinator.observability.logs import get_logger
 from coordinator.runtime import CoordinatorError, Result
@@ -27,8 +28,16 @@ from protocol import ErrorCode
 
 from . import pacing, records
 from . import regex as consumer_regex
-from .env import ConsumerGroupEnv, installed
-from .lag_inputs import LAG_ASSIGNOR, topic_offsets
+from .env import ConsumerGroupEnv
+from .membership import (
+    _classic_session_ms,
+    cancel_timers,
+    rebalance_key,
+    remove_members,
+    schedule_rebalance_timeout,
+    schedule_session_timeout,
+)
+from .migration import upgrade
 from .model import (
     FIRST_GROUP_EPOCH,
     LEAVE_GROUP_MEMBER_EPOCH,
@@ -42,9 +51,21 @@ from .model import (
     interned_topic_names,
     is_subset,
 )
-from .offload import start_effect
+from .offload import (
+    arm_after_bump,
+    arm_assign_timer,
+    reschedule_assign_timer,
+    start_run,
+)
 from .reconcile import reconcile
-from .target import TargetResult, assignment_due, build_target, subscribed_ids
+from .resolution import start_resolution
+from .settings import group_settings
+from .subscription import (
+    names_after,
+    subscription_after,
+    subscription_metadata,
+)
+from .target import subscribed_ids
 
 log = get_logger("coordinator.groups.consumer")
 
@@ -52,10 +73,7 @@ OwnedPartitions = Sequence[tuple[uuid.UUID, Collection[int]]]
 
 
 @dataclass(frozen=True, slots=True)
-class HeartbeatRequest:
-    group_id: str
-    member_id: str
-    member_epoch: int
+class HeartbeatRequest(MemberRequest):
     instance_id: str | None = None
     rack_id: str | None = None
     rebalance_timeout_ms: int = -1
@@ -70,42 +88,35 @@ class HeartbeatRequest:
 
 
 @dataclass(frozen=True, slots=True)
-class HeartbeatResponse:
-    member_id: str
-    member_epoch: int
-    heartbeat_interval_ms: int
+class HeartbeatResponse(MemberResponse):
     assignment: Assignment | None = None
-
-
-def _invalid(message: str) -> CoordinatorError:
-    return CoordinatorError(ErrorCode.invalid_request, message)
 
 
 def validate(request: HeartbeatRequest, assignors: Iterable[str]) -> None:
     """Kafka's request checks (INVALID_REQUEST, UNSUPPORTED_ASSIGNOR), v1 rules: the client
     generates its member id."""
     if not request.member_id:
-        raise _invalid("MemberId can't be empty.")
+        raise invalid("MemberId can't be empty.")
     if not request.group_id:
-        raise _invalid("GroupId can't be empty.")
+        raise invalid("GroupId can't be empty.")
     if request.instance_id == "":
-        raise _invalid("InstanceId can't be empty.")
+        raise invalid("InstanceId can't be empty.")
     if request.rack_id == "":
-        raise _invalid("RackId can't be empty.")
+        raise invalid("RackId can't be empty.")
     epoch = request.member_epoch
     if epoch == 0:
         if request.rebalance_timeout_ms == -1:
-            raise _invalid("RebalanceTimeoutMs must be provided in first request.")
+            raise invalid("RebalanceTimeoutMs must be provided in first request.")
         if request.owned is None or len(request.owned) > 0:
-            raise _invalid("TopicPartitions must be empty when (re-)joining.")
+            raise invalid("TopicPartitions must be empty when (re-)joining.")
         if request.subscribed_topic_names is None and request.subscribed_topic_regex is None:
-            raise _invalid("Either SubscribedTopicNames or SubscribedTopicRegex must be non-null "
+            raise invalid("Either SubscribedTopicNames or SubscribedTopicRegex must be non-null "
                            "when (re-)joining.")
     elif epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
         if request.instance_id is None:
-            raise _invalid("InstanceId can't be null.")
+            raise invalid("InstanceId can't be null.")
     elif epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-        raise _invalid("MemberEpoch is invalid.")
+        raise invalid("MemberEpoch is invalid.")
     if request.subscribed_topic_regex:
         consumer_regex.check(request.subscribed_topic_regex)  # INVALID_REGULAR_EXPRESSION
     supported = list(assignors)
@@ -119,14 +130,7 @@ def validate(request: HeartbeatRequest, assignors: Iterable[str]) -> None:
 # ------------------------------------------------------------------------------ lookups
 def consumer_group(shard: Any, group_id: str) -> ConsumerGroup:
     """The consumer group, or GROUP_ID_NOT_FOUND."""
-    group = shard.groups.get(group_id)
-    if group is None:
-        raise CoordinatorError(ErrorCode.group_id_not_found,
-                               f"Consumer group {group_id} not found.")
-    if not isinstance(group, ConsumerGroup):
-        raise CoordinatorError(ErrorCode.group_id_not_found,
-                               f"Group {group_id} is not a consumer group.")
-    return group
+    return member_rules.group_of(shard, group_id, ConsumerGroup, "consumer")
 
 
 def check_member_epoch(member: ConsumerGroupMember, received: int,
@@ -139,221 +143,20 @@ def check_member_epoch(member: ConsumerGroupMember, received: int,
         lambda: is_subset(owned, member.assigned_partitions))
 
 
-def subscription_metadata(names: Iterable[str], env: ConsumerGroupEnv,
-                          current: Mapping[str, SubscribedTopic] | None = None
-                          ) -> Mapping[str, SubscribedTopic]:
-    """The subscribed topics that exist. Entries of ``current`` (the group's) that still
-    describe a topic are reused, and if nothing differs ``current`` itself is returned, so an
-    unchanged subscription costs no new objects (and keeps the caches keyed on it warm)."""
-    current = current or {}
-    out = {}
-    same = True
-    for name in names:
-        topic = env.topics.topic(name)
-        if topic is None:
-            continue
-        old = current.get(name)
-        if old is not None and old.partitions == topic.partitions and (
-                old.topic_id is topic.topic_id or old.topic_id == topic.topic_id):
-            out[name] = old
-        else:
-            out[name] = SubscribedTopic(topic.topic_id, name, topic.partitions)
-            same = False
-    if same and len(out) == len(current):
-        return current
-    return out
-
-
-def subscription_after(group: ConsumerGroup, removed: Sequence[ConsumerGroupMember],
-                       added: Sequence[ConsumerGroupMember], env: ConsumerGroupEnv,
-                       resolution: consumer_regex.Resolved | None = None
-                       ) -> Mapping[str, SubscribedTopic]:
-    """The group's subscription metadata once ``removed`` left and ``added`` joined. When no
-    regex is involved and every topic of a leaving member keeps a subscriber and every topic
-    of a joining one has one already, the subscribed names do not change and neither does the
-    metadata (topic changes reach it through the topic listener): a member of a large group
-    joining or leaving then costs its own topics, not a pass over the group's."""
-    if not group.subscribed_regex_counts and not any(
-            m.subscribed_topic_regex for m in (*removed, *added)):
-        counts = group.subscribed_topic_counts
-        if all((counts.get(name, 0) > 0) == (counts.get(name, 0) + change > 0)
-               for name, change in _subscriber_changes(removed, added).items()):
-            return group.subscription_metadata
-    return subscription_metadata(_names_after(group, removed, added, resolution), env,
-                                 group.subscription_metadata)
-
-
-def _subscriber_changes(removed: Iterable[ConsumerGroupMember],
-                        added: Iterable[ConsumerGroupMember]) -> Counter[str]:
-    """How many subscribers each topic gains (or loses) when ``removed`` leave and ``added``
-    join."""
-    delta: Counter[str] = Counter()
-    for member in removed:
-        delta.subtract(member.subscribed_topic_names)
-    for member in added:
-        delta.update(member.subscribed_topic_names)
-    return delta
-
-
-def _names_after(group: ConsumerGroup, removed: Iterable[ConsumerGroupMember],
-                 added: Iterable[ConsumerGroupMember],
-                 resolution: consumer_regex.Resolved | None = None) -> list[str]:
-    """The topic names the group subscribes to (by name or through a regex's ``resolution``,
-    the group's by default) once ``removed`` left and ``added`` joined. Only the members'
-    own topics are counted again, not the group's whole table."""
-    removed, added = list(removed), list(added)
-    counts = group.subscribed_topic_counts
-    names = set(counts)
-    for name, change in _subscriber_changes(removed, added).items():
-        if counts.get(name, 0) + change > 0:
-            names.add(name)
-        else:
-            names.discard(name)
-    if resolution is None:
-        resolution = consumer_regex.resolved_topics(group)
-    for regex in consumer_regex.regex_counts_after(group, removed, added):
-        names |= resolution.get(regex, frozenset())
-    return sorted(names)
-
-
-def _next_group_epoch(group: ConsumerGroup) -> int:
-    return FIRST_GROUP_EPOCH if group.group_epoch == 0 else group.group_epoch + 1
-
-
 # ------------------------------------------------------------------------------ settings
-@dataclass(frozen=True, slots=True)
-class GroupSettings:
-    """The broker's consumer group settings with the group's overrides applied."""
-
-    session_timeout_ms: int
-    heartbeat_interval_ms: int
-    assignment_interval_ms: int
-    assignor_offload: bool
-
-
-def group_settings(shard: Any, env: ConsumerGroupEnv, group_id: str) -> GroupSettings:
-    broker = env.settings
-    own = consumer_overrides(shard, group_id)
-
-    def pick(value: Any, default: Any) -> Any:
-        return default if value is None else value
-
-    return GroupSettings(
-        pick(own.session_timeout_ms, broker.session_timeout_ms),
-        pick(own.heartbeat_interval_ms, broker.heartbeat_interval_ms),
-        pick(own.assignment_interval_ms, broker.assignment_interval_ms),
-        pick(own.assignor_offload, broker.assignor_offload))
 
 
 # ------------------------------------------------------------------------------ timers
-def session_key(group_id: str, member_id: str) -> tuple[str, str, str]:
-    return ("consumer-session", group_id, member_id)
-
-
-def rebalance_key(group_id: str, member_id: str) -> tuple[str, str, str]:
-    return ("consumer-rebalance", group_id, member_id)
-
-
-def schedule_session_timeout(shard: Any, env: ConsumerGroupEnv, group_id: str, member_id: str,
-                             now_ms: int, timeout_ms: int | None = None) -> None:
-    """``timeout_ms``: a classic member's own session timeout (mixed groups)."""
-    def remove(shard: Any, group: ConsumerGroup, member: ConsumerGroupMember,
-               now: int) -> Result:
-        return remove_members(shard, env, group, [member], now)
-
-    timeout = timeout_ms if timeout_ms is not None else \
-        group_settings(shard, env, group_id).session_timeout_ms
-    member_rules.schedule_expiry(shard, session_key(group_id, member_id), now_ms + timeout,
-                                 ConsumerGroup, group_id, member_id, timeline.SESSION_EXPIRED,
-                                 "consumer group member session expired", remove)
-
-
-def schedule_rebalance_timeout(shard: Any, env: ConsumerGroupEnv, group_id: str,
-                               member: ConsumerGroupMember, now_ms: int) -> None:
-    epoch = member.member_epoch
-
-    def remove(shard: Any, group: ConsumerGroup, current: ConsumerGroupMember,
-               now: int) -> Result:
-        return remove_members(shard, env, group, [current], now)
-
-    timeout = member.rebalance_timeout_ms if member.rebalance_timeout_ms > 0 else \
-        group_settings(shard, env, group_id).session_timeout_ms
-    member_rules.schedule_expiry(
-        shard, rebalance_key(group_id, member.member_id), now_ms + timeout, ConsumerGroup,
-        group_id, member.member_id, timeline.REBALANCE_TIMEOUT,
-        "consumer group member did not revoke within its rebalance timeout", remove,
-        lambda current: current.member_epoch == epoch
-        and current.state is MemberState.UNREVOKED_PARTITIONS)
-
-
-def cancel_timers(shard: Any, group_id: str, member_id: str) -> None:
-    shard.timers.cancel(session_key(group_id, member_id))
-    shard.timers.cancel(rebalance_key(group_id, member_id))
-
-
-def rearm_on_load(shard: Any, now_ms: int) -> None:
-    env = installed()
-    for group in list(shard.groups.values()):
-        if not isinstance(group, ConsumerGroup):
-            continue
-        for member in group.members.values():
-            schedule_session_timeout(shard, env, group.group_id, member.member_id, now_ms,
-                                     _classic_session_ms(member))
-            if member.state is MemberState.UNREVOKED_PARTITIONS:
-                schedule_rebalance_timeout(shard, env, group.group_id, member, now_ms)
-        if group.members and group.group_epoch > group.assignment_epoch:
-            arm_after_bump(shard, env, group, now_ms)
-
-
-
-def _classic_session_ms(member: ConsumerGroupMember) -> int | None:
-    return None if member.classic is None else member.classic.session_timeout_ms
 
 
 # ------------------------------------------------------------------------------ fencing
-def remove_members(shard: Any, env: ConsumerGroupEnv, group: ConsumerGroup,
-                   members: Sequence[ConsumerGroupMember], now_ms: int,
-                   response: Any = None) -> Result:
-    """Members leave or are fenced; the group is downgraded to a classic group when only
-    classic protocol members remain and the migration policy allows it (``migration``)."""
-    from .migration import remove_members as remove
-
-    return remove(shard, env, group, members, now_ms, response)
-
-
-def fence_member(shard: Any, env: ConsumerGroupEnv, group: ConsumerGroup,
-                 member: ConsumerGroupMember) -> list[Record]:
-    """Records removing ``member`` from ``group`` and bumping the group epoch."""
-    gid = group.group_id
-    out: list[Record] = [
-        records.current_assignment_tombstone(gid, member.member_id),
-        records.target_member_tombstone(gid, member.member_id),
-        records.member_metadata_tombstone(gid, member.member_id),
-    ]
-    still = consumer_regex.regex_counts_after(group, [member], [])
-    out += [consumer_regex.tombstone(gid, regex) for regex in group.resolved_regexes
-            if regex not in still]
-    metadata = subscription_after(group, [member], [], env)
-    if metadata != group.subscription_metadata:
-        out.append(records.subscription_metadata(gid, metadata.values()))
-    epoch = _next_group_epoch(group)
-    out.append(records.group_epoch(gid, epoch))
-    log.info("bumped group epoch", group_id=gid, group_epoch=epoch, reason="member removed",
-             member_id=member.member_id)
-    sensors.record_rebalance(gid)
-    cancel_timers(shard, gid, member.member_id)
-    return out
 
 
 def _leave(shard: Any, env: ConsumerGroupEnv, request: HeartbeatRequest,
            now_ms: int) -> Result:
     group = consumer_group(shard, request.group_id)
     if request.instance_id is None:
-        member = group.member(request.member_id)
-        if member is None:
-            raise CoordinatorError(ErrorCode.unknown_member_id,
-                                   f"Member {request.member_id} is not a member of group "
-                                   f"{group.group_id}.")
+        member = known_member(group, request.member_id)
     else:
         member = group.static_member(request.instance_id)
         if member is None:
@@ -375,9 +178,7 @@ def _leave(shard: Any, env: ConsumerGroupEnv, request: HeartbeatRequest,
                           previous_member_epoch=member.member_epoch,
                           partitions_pending_revocation={})
         return Result([records.current_assignment(group.group_id, leaving)], response)
-    log.info("member leaves the consumer group", group_id=group.group_id,
-             member_id=member.member_id, member_epoch=member.member_epoch)
-    timeline.note_removed(group.group_id, member.member_id, timeline.LEFT, now_ms)
+    note_leaving(log, "consumer", group, member, now_ms)
     return remove_members(shard, env, group, [member], now_ms, response)
 
 
@@ -406,9 +207,7 @@ def _member_for(group: ConsumerGroup, request: HeartbeatRequest, out: list[Recor
         member = group.member(member_id)
         if member is None:
             if epoch != 0:
-                raise CoordinatorError(ErrorCode.unknown_member_id,
-                                       f"Member {member_id} is not a member of group "
-                                       f"{group.group_id}.")
+                raise unknown_member(group.group_id, member_id)
             return ConsumerGroupMember(member_id), None, True
         check_member_epoch(member, epoch, request.owned)
         return member, None, False
@@ -471,8 +270,6 @@ def heartbeat(shard: Any, now_ms: int, env: ConsumerGroupEnv,
         group = ConsumerGroup(request.group_id)  # materialised when its records replay
     elif request.member_epoch == 0 and not isinstance(existing, ConsumerGroup):
         # A classic group: replaced when empty, upgraded when the policy allows (migration).
-        from .migration import upgrade
-
         group, prefix, completions = upgrade(shard, env, existing, now_ms)
     else:
         group = consumer_group(shard, request.group_id)
@@ -511,7 +308,7 @@ def heartbeat(shard: Any, now_ms: int, env: ConsumerGroupEnv,
     if consumer_regex.offloads(env):
         regex_records, resolution = consumer_regex.known(group, wanted)
         if due or any(regex not in resolution for regex in wanted):
-            regex_effect = consumer_regex.start_resolution(shard, env, gid, now_ms)
+            regex_effect = start_resolution(shard, env, gid, now_ms)
     else:
         regex_records, resolution = consumer_regex.refresh(
             group, wanted, env.topics, now_ms, everything=due, rewrite=due)
@@ -522,7 +319,7 @@ def heartbeat(shard: Any, now_ms: int, env: ConsumerGroupEnv,
         resolution != consumer_regex.resolved_topics(group)
     group_epoch = group.group_epoch
     metadata: Mapping[str, SubscribedTopic] = group.subscription_metadata
-    offload = own.assignor_offload and env.offloader is not None
+    offload = offloaded(own, env)
     # A new group's first offloaded run waits a moment for more members (``pacing``); those
     # joining meanwhile are in it, at epoch 2, without a bump of their own.
     first_window = offload and settings.first_target_window_ms > 0 and \
@@ -532,7 +329,7 @@ def heartbeat(shard: Any, now_ms: int, env: ConsumerGroupEnv,
         if metadata != group.subscription_metadata:
             out.append(records.subscription_metadata(gid, metadata.values()))
         if not (first_window and group.group_epoch == FIRST_GROUP_EPOCH):
-            group_epoch = _next_group_epoch(group)
+            group_epoch = next_group_epoch(group)
             out.append(records.group_epoch(gid, group_epoch))
             log.info("bumped group epoch", group_id=gid, group_epoch=group_epoch)
             sensors.record_rebalance(gid)
@@ -562,7 +359,7 @@ def heartbeat(shard: Any, now_ms: int, env: ConsumerGroupEnv,
         members[updated.member_id] = updated
         members = {mid: consumer_regex.with_regex_topics(m, resolution)
                    for mid, m in members.items()}
-        run_records, effect, result = _start_run(shard, env, group, group_epoch, members,
+        run_records, effect, result = start_run(shard, env, group, group_epoch, members,
                                                  targets, metadata, now_ms, offload)
         out += run_records
         if result is None:
@@ -627,76 +424,6 @@ def _both(first: Any, second: Any) -> Any:
     return effect
 
 
-def _start_run(shard: Any, env: ConsumerGroupEnv, group: ConsumerGroup, group_epoch: int,
-               members: Mapping[str, ConsumerGroupMember], targets: Mapping[str, Assignment],
-               metadata: Mapping[str, SubscribedTopic], now_ms: int, offload: bool
-               ) -> tuple[list[Record], Any, TargetResult | None]:
-    """A new target at ``group_epoch`` for ``members`` (as the assignor sees them, regex
-    topics included): (records, effect, result). Offloaded: no records, the effect that starts
-    the run, no result; inline: the target records and the result."""
-    settings = env.settings
-    gid = group.group_id
-    assignor_name = _preferred_assignor(members.values(), settings.default_assignor)
-    offsets = (topic_offsets(shard, gid, metadata, env.log_offsets)
-               if assignor_name == LAG_ASSIGNOR else None)
-    if offload:
-        prepared = build_job(gid, group_epoch, assignor_name, members, targets, metadata,
-                             offsets, settings.lag_options, group.job_targets)
-        log.info("offloaded target assignment", group_id=gid, group_epoch=group_epoch,
-                 assignor=assignor_name, members=len(members))
-        return [], start_effect(shard, gid, prepared, env.offloader, now_ms, env), None
-    result = build_target(group, group_epoch, members, targets, metadata,
-                          env.assignor(assignor_name), now_ms, offsets,
-                          dict(settings.lag_options))
-    log.info("computed target assignment", group_id=gid, assignment_epoch=result.epoch,
-             assignor=assignor_name, members=len(members), assign_ms=round(result.assign_ms, 2))
-    return result.records, None, result
-
-
-def arm_assign_timer(shard: Any, env: ConsumerGroupEnv, group_id: str, at_ms: int) -> int:
-    """Arm the group's assign timer (``pacing``); returns when it fires."""
-    return pacing.arm(shard, group_id, at_ms,
-                      lambda shard, now: assign_timer_fired(shard, now, env, group_id))
-
-
-def reschedule_assign_timer(shard: Any, env: ConsumerGroupEnv, group_id: str,
-                            at_ms: int) -> None:
-    """Move the group's assign timer (armed or not) to ``at_ms``."""
-    shard.timers.cancel(pacing.assign_timer_key(group_id))
-    arm_assign_timer(shard, env, group_id, at_ms)
-
-
-def assign_timer_fired(shard: Any, now_ms: int, env: ConsumerGroupEnv, group_id: str) -> Result:
-    """The assign timer: start the run the group's target waits for, if it still does and
-    may (no run in flight, the assignment interval passed: else the timer is armed again)."""
-    group = shard.groups.get(group_id)
-    if (not isinstance(group, ConsumerGroup) or not group.members
-            or group.assignor_run is not None or group.group_epoch <= group.assignment_epoch):
-        return Result()
-    own = group_settings(shard, env, group_id)
-    if not assignment_due(group, group.group_epoch, now_ms, own.assignment_interval_ms):
-        arm_assign_timer(shard, env, group_id,
-                         pacing.next_run_at(group, now_ms, own.assignment_interval_ms))
-        return Result()
-    members: Mapping[str, ConsumerGroupMember] = group.members  # read, not kept
-    if group.subscribed_regex_counts:  # as the assignor sees them: regex topics included
-        resolution = consumer_regex.resolved_topics(group)
-        members = {mid: consumer_regex.with_regex_topics(m, resolution)
-                   for mid, m in group.members.items()}
-    offload = own.assignor_offload and env.offloader is not None
-    out, effect, _ = _start_run(shard, env, group, group.group_epoch, members,
-                                dict(group.target), group.subscription_metadata, now_ms,
-                                offload)
-    return Result(out, effect=effect)
-
-
-def _preferred_assignor(members: Iterable[ConsumerGroupMember], default: str) -> str:
-    counts = Counter(m.server_assignor for m in members if m.server_assignor)
-    if not counts:
-        return default
-    return max(sorted(counts), key=lambda name: counts[name])
-
-
 # ------------------------------------------------------------------------------ topic changes
 def refresh_subscription_metadata(shard: Any, now_ms: int, env: ConsumerGroupEnv,
                                   topic_name: str) -> Result:
@@ -712,19 +439,19 @@ def refresh_subscription_metadata(shard: Any, now_ms: int, env: ConsumerGroupEnv
         if consumer_regex.offloads(env):  # the regexes again, in the background
             regex_records, resolution = consumer_regex.known(group, group.subscribed_regex_counts)
             if group.subscribed_regex_counts:
-                effect = _both(effect, consumer_regex.start_resolution(
+                effect = _both(effect, start_resolution(
                     shard, env, group.group_id, now_ms, stale=True))
         else:
             regex_records, resolution = consumer_regex.refresh(
                 group, group.subscribed_regex_counts, env.topics, now_ms, everything=True)
-        metadata = subscription_metadata(_names_after(group, [], [], resolution), env,
+        metadata = subscription_metadata(names_after(group, [], [], resolution), env,
                                          group.subscription_metadata)
         if metadata == group.subscription_metadata and not regex_records:
             continue
         out += regex_records
         if metadata != group.subscription_metadata:
             out.append(records.subscription_metadata(group.group_id, metadata.values()))
-        epoch = _next_group_epoch(group)
+        epoch = next_group_epoch(group)
         out.append(records.group_epoch(group.group_id, epoch))
         log.info("bumped group epoch on a topic change", group_id=group.group_id,
                  group_epoch=epoch, topic=topic_name)
@@ -733,10 +460,3 @@ def refresh_subscription_metadata(shard: Any, now_ms: int, env: ConsumerGroupEnv
     return Result(out, effect=effect)
 
 
-def arm_after_bump(shard: Any, env: ConsumerGroupEnv, group: ConsumerGroup,
-                   now_ms: int) -> None:
-    """After an event that bumps the group epoch outside a heartbeat (a member removed, a
-    topic change, a regex resolved): the run it makes due starts as soon as it may."""
-    own = group_settings(shard, env, group.group_id)
-    arm_assign_timer(shard, env, group.group_id,
-                     pacing.next_run_at(group, now_ms, own.assignment_interval_ms))

@@ -12,10 +12,13 @@ import uuid
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from enum import IntEnum, StrEnum
+from enum import IntEnum
 from typing import Any
 
 from coordinator.groups.common.assignor_job import TargetIndexCache
+from coordinator.groups.modern.members import ModernGroupMember
+from coordinator.groups.modern.state import GroupState
+from coordinator.groups.modern.subscription import SubscribedTopic
 from protocol import ErrorCode
 
 from .assignment_forms import EMPTY, Assignment, AssignmentForms
@@ -35,16 +38,6 @@ class MemberState(IntEnum):
     UNREVOKED_PARTITIONS = 1
     UNRELEASED_PARTITIONS = 2
     UNKNOWN = 127
-
-
-class GroupState(StrEnum):
-    """What ConsumerGroupDescribe / ListGroups report (``str()`` is Kafka's name)."""
-
-    EMPTY = "Empty"
-    ASSIGNING = "Assigning"
-    RECONCILING = "Reconciling"
-    STABLE = "Stable"
-    DEAD = "Dead"
 
 
 def is_subset(owned: Iterable[tuple[uuid.UUID, Iterable[int]]] | None,
@@ -95,10 +88,7 @@ def interned_topic_names(names: Iterable[str]) -> tuple[str, ...]:
 
 
 @dataclass(frozen=True, slots=True)
-class ConsumerGroupMember:
-    member_id: str
-    member_epoch: int = 0
-    previous_member_epoch: int = 0
+class ConsumerGroupMember(ModernGroupMember):
     state: MemberState = MemberState.STABLE
     instance_id: str | None = None
     rack_id: str | None = None
@@ -119,15 +109,6 @@ class ConsumerGroupMember:
 
     def is_reconciled_to(self, target_epoch: int) -> bool:
         return self.state is MemberState.STABLE and self.member_epoch == target_epoch
-
-
-@dataclass(frozen=True, slots=True)
-class SubscribedTopic:
-    """An entry of the group's subscription metadata (ConsumerGroupPartitionMetadata)."""
-
-    topic_id: uuid.UUID
-    name: str
-    partitions: int
 
 
 class ConsumerGroup:
@@ -212,24 +193,6 @@ class ConsumerGroup:
             if not member.is_reconciled_to(self.assignment_epoch):
                 return GroupState.RECONCILING
         return GroupState.STABLE
-
-    def tombstones(self) -> list[tuple[Any, None]]:
-        """Records deleting this (empty) group, for DeleteGroups (``groups.admin``)."""
-        from . import records
-
-        gid = self.group_id
-        out: list[tuple[Any, None]] = []
-        for member_id in self.members:
-            out += [records.current_assignment_tombstone(gid, member_id),
-                    records.target_member_tombstone(gid, member_id),
-                    records.member_metadata_tombstone(gid, member_id)]
-        from . import regex as consumer_regex
-
-        out += [consumer_regex.tombstone(gid, regex) for regex in self.resolved_regexes]
-        out += [(records.target_metadata(gid, 0, 0)[0], None),
-                (records.subscription_metadata(gid, ())[0], None),
-                (records.group_epoch(gid, 0)[0], None)]
-        return out
 
     # --- offsets -----------------------------------------------------------------------------
     def validate_offset_commit(self, commit: Any) -> ErrorCode | None:

@@ -21,13 +21,15 @@ target never doubles an owner. The run stays in flight until its last chunk.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from coordinator.groups.common.assignor_job import (
     JobResult,
     PreparedJob,
     TopicIndexAssignment,
+    build_job,
     to_assignment,
 )
 from coordinator.groups.common.offload import (
@@ -37,11 +39,20 @@ from coordinator.groups.common.offload import (
     install_result,
     start_run_effect,
 )
+from coordinator.groups.modern.target import assignment_due, offloaded
+from coordinator.observability.logs import get_logger
 from coordinator.runtime import Result
 from coordinator.runtime.result import Record
 
 from . import pacing, records
-from .model import Assignment, ConsumerGroup
+from . import regex as consumer_regex
+from .env import ConsumerGroupEnv, installed
+from .lag_inputs import LAG_ASSIGNOR, topic_offsets
+from .model import Assignment, ConsumerGroup, ConsumerGroupMember, SubscribedTopic
+from .settings import group_settings
+from .target import TargetResult, build_target
+
+log = get_logger("coordinator.groups.consumer")
 
 FAILED_RUN_RETRY_MS = 1000
 """The least wait before a failed run is tried again."""
@@ -77,9 +88,6 @@ def install(shard: Any, now_ms: int, run: AssignorRun, outcome: JobResult | Base
                             records.target_metadata)
     last = part is None or part[1] == chunks(outcome)[-1][1]
     if last and group is run.group and isinstance(group, ConsumerGroup):
-        from .env import installed
-        from .heartbeat import arm_assign_timer, group_settings
-
         pacing.note_run(group, max(0, now_ms - group.run_started_ms))
         failed = isinstance(outcome, BaseException)
         if failed or group.group_epoch > run.prepared.job.group_epoch:
@@ -109,3 +117,82 @@ def _target_records(group: ConsumerGroup, run: AssignorRun,
     return [records.target_member(gid, member_id, assignment, group.assignment_forms)
             for member_id, assignment in new.items()
             if member_id not in group.target or group.target[member_id] != assignment]
+
+
+def start_run(shard: Any, env: ConsumerGroupEnv, group: ConsumerGroup, group_epoch: int,
+               members: Mapping[str, ConsumerGroupMember], targets: Mapping[str, Assignment],
+               metadata: Mapping[str, SubscribedTopic], now_ms: int, offload: bool
+               ) -> tuple[list[Record], Any, TargetResult | None]:
+    """A new target at ``group_epoch`` for ``members`` (as the assignor sees them, regex
+    topics included): (records, effect, result). Offloaded: no records, the effect that starts
+    the run, no result; inline: the target records and the result."""
+    settings = env.settings
+    gid = group.group_id
+    assignor_name = _preferred_assignor(members.values(), settings.default_assignor)
+    offsets = (topic_offsets(shard, gid, metadata, env.log_offsets)
+               if assignor_name == LAG_ASSIGNOR else None)
+    if offload:
+        prepared = build_job(gid, group_epoch, assignor_name, members, targets, metadata,
+                             offsets, settings.lag_options, group.job_targets)
+        log.info("offloaded target assignment", group_id=gid, group_epoch=group_epoch,
+                 assignor=assignor_name, members=len(members))
+        return [], start_effect(shard, gid, prepared, env.offloader, now_ms, env), None
+    result = build_target(group, group_epoch, members, targets, metadata,
+                          env.assignor(assignor_name), now_ms, offsets,
+                          dict(settings.lag_options))
+    log.info("computed target assignment", group_id=gid, assignment_epoch=result.epoch,
+             assignor=assignor_name, members=len(members), assign_ms=round(result.assign_ms, 2))
+    return result.records, None, result
+
+
+def arm_assign_timer(shard: Any, env: ConsumerGroupEnv, group_id: str, at_ms: int) -> int:
+    """Arm the group's assign timer (``pacing``); returns when it fires."""
+    return pacing.arm(shard, group_id, at_ms,
+                      lambda shard, now: assign_timer_fired(shard, now, env, group_id))
+
+
+def reschedule_assign_timer(shard: Any, env: ConsumerGroupEnv, group_id: str,
+                            at_ms: int) -> None:
+    """Move the group's assign timer (armed or not) to ``at_ms``."""
+    shard.timers.cancel(pacing.assign_timer_key(group_id))
+    arm_assign_timer(shard, env, group_id, at_ms)
+
+
+def assign_timer_fired(shard: Any, now_ms: int, env: ConsumerGroupEnv, group_id: str) -> Result:
+    """The assign timer: start the run the group's target waits for, if it still does and
+    may (no run in flight, the assignment interval passed: else the timer is armed again)."""
+    group = shard.groups.get(group_id)
+    if (not isinstance(group, ConsumerGroup) or not group.members
+            or group.assignor_run is not None or group.group_epoch <= group.assignment_epoch):
+        return Result()
+    own = group_settings(shard, env, group_id)
+    if not assignment_due(group, group.group_epoch, now_ms, own.assignment_interval_ms):
+        arm_assign_timer(shard, env, group_id,
+                         pacing.next_run_at(group, now_ms, own.assignment_interval_ms))
+        return Result()
+    members: Mapping[str, ConsumerGroupMember] = group.members  # read, not kept
+    if group.subscribed_regex_counts:  # as the assignor sees them: regex topics included
+        resolution = consumer_regex.resolved_topics(group)
+        members = {mid: consumer_regex.with_regex_topics(m, resolution)
+                   for mid, m in group.members.items()}
+    offload = offloaded(own, env)
+    out, effect, _ = start_run(shard, env, group, group.group_epoch, members,
+                                dict(group.target), group.subscription_metadata, now_ms,
+                                offload)
+    return Result(out, effect=effect)
+
+
+def arm_after_bump(shard: Any, env: ConsumerGroupEnv, group: ConsumerGroup,
+                   now_ms: int) -> None:
+    """After an event that bumps the group epoch outside a heartbeat (a member removed, a
+    topic change, a regex resolved): the run it makes due starts as soon as it may."""
+    own = group_settings(shard, env, group.group_id)
+    arm_assign_timer(shard, env, group.group_id,
+                     pacing.next_run_at(group, now_ms, own.assignment_interval_ms))
+
+
+def _preferred_assignor(members: Iterable[ConsumerGroupMember], default: str) -> str:
+    counts = Counter(m.server_assignor for m in members if m.server_assignor)
+    if not counts:
+        return default
+    return max(sorted(counts), key=lambda name: counts[name])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from coordinator.groups.modern import records as modern_records
 from coordinator.runtime.result import Record
 from storage.records import (
     ClassicMemberMetadata,
@@ -16,26 +17,16 @@ from storage.records import (
     ConsumerGroupMetadataValue,
     ConsumerGroupPartitionMetadataKey,
     ConsumerGroupPartitionMetadataValue,
+    ConsumerGroupRegularExpressionKey,
+    ConsumerGroupRegularExpressionValue,
     ConsumerGroupTargetAssignmentMemberKey,
     ConsumerGroupTargetAssignmentMemberValue,
     ConsumerGroupTargetAssignmentMetadataKey,
     ConsumerGroupTargetAssignmentMetadataValue,
-    TopicMetadata,
 )
 
 from .assignment_forms import AssignmentForms, topic_partitions
-from .model import Assignment, ConsumerGroupMember, SubscribedTopic
-
-
-def group_epoch(group_id: str, epoch: int) -> Record:
-    return (ConsumerGroupMetadataKey(group_id=group_id), ConsumerGroupMetadataValue(epoch=epoch))
-
-
-def subscription_metadata(group_id: str, topics: Iterable[SubscribedTopic]) -> Record:
-    return (ConsumerGroupPartitionMetadataKey(group_id=group_id),
-            ConsumerGroupPartitionMetadataValue(topics=tuple(
-                TopicMetadata(topic_id=t.topic_id, topic_name=t.name, num_partitions=t.partitions)
-                for t in sorted(topics, key=lambda t: t.name))))
+from .model import Assignment, ConsumerGroup, ConsumerGroupMember
 
 
 def member_metadata(group_id: str, member: ConsumerGroupMember) -> Record:
@@ -96,3 +87,36 @@ def target_metadata(group_id: str, epoch: int, timestamp: int) -> Record:
     return (ConsumerGroupTargetAssignmentMetadataKey(group_id=group_id),
             ConsumerGroupTargetAssignmentMetadataValue(assignment_epoch=epoch,
                                                        timestamp=timestamp))
+
+
+def regex_record(group_id: str, regex: str, topics: Iterable[str], version: int,
+           timestamp: int) -> Record:
+    return (ConsumerGroupRegularExpressionKey(group_id=group_id, regular_expression=regex),
+            ConsumerGroupRegularExpressionValue(topics=tuple(sorted(topics)), version=version,
+                                                timestamp=timestamp))
+
+
+def regex_tombstone(group_id: str, regex: str) -> Record:
+    return (ConsumerGroupRegularExpressionKey(group_id=group_id, regular_expression=regex), None)
+
+
+def group_tombstones(group: ConsumerGroup) -> list[Record]:
+    """Records deleting this (empty) group, for DeleteGroups (``groups.admin``) and its
+    conversion to a classic group."""
+    gid = group.group_id
+    out: list[Record] = []
+    for member_id in group.members:
+        out += [current_assignment_tombstone(gid, member_id),
+                target_member_tombstone(gid, member_id),
+                member_metadata_tombstone(gid, member_id)]
+    out += [regex_tombstone(gid, regex) for regex in group.resolved_regexes]
+    out += [(target_metadata(gid, 0, 0)[0], None),
+            (subscription_metadata(gid, ())[0], None),
+            (group_epoch(gid, 0)[0], None)]
+    return out
+
+
+# the records every modern group type builds alike (``modern.records``)
+group_epoch = modern_records.group_epoch(ConsumerGroupMetadataKey, ConsumerGroupMetadataValue)
+subscription_metadata = modern_records.partition_metadata(
+    ConsumerGroupPartitionMetadataKey, ConsumerGroupPartitionMetadataValue)

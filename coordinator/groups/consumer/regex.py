@@ -22,7 +22,6 @@ runs inline in the heartbeat, as it did before.
 from __future__ import annotations
 
 import functools
-import itertools
 import time
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -33,11 +32,12 @@ import re2
 
 from coordinator.metadata.topic_names import INTERNAL_TOPICS
 from coordinator.observability.logs import get_logger
-from coordinator.runtime import CoordinatorError, Result
+from coordinator.runtime import CoordinatorError
 from coordinator.runtime.result import Record
 from protocol import ErrorCode
 from storage.records import ConsumerGroupRegularExpressionKey, ConsumerGroupRegularExpressionValue
 
+from . import records
 from .model import interned_topic_names
 
 Resolved = Mapping[str, frozenset[str]]
@@ -47,8 +47,6 @@ _OPTIONS = re2.Options()
 _OPTIONS.log_errors = False
 
 log = get_logger("coordinator.groups.consumer.regex")
-
-_resolution_ids = itertools.count(1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,17 +87,6 @@ def resolve(regex: str, names: Iterable[str]) -> frozenset[str]:
     return frozenset(name for name in names if pattern.fullmatch(name) is not None)
 
 
-def record(group_id: str, regex: str, topics: Iterable[str], version: int,
-           timestamp: int) -> Record:
-    return (ConsumerGroupRegularExpressionKey(group_id=group_id, regular_expression=regex),
-            ConsumerGroupRegularExpressionValue(topics=tuple(sorted(topics)), version=version,
-                                                timestamp=timestamp))
-
-
-def tombstone(group_id: str, regex: str) -> Record:
-    return (ConsumerGroupRegularExpressionKey(group_id=group_id, regular_expression=regex), None)
-
-
 def regex_counts_after(group: Any, removed: Iterable[Any], added: Iterable[Any]
                        ) -> Counter[str]:
     """How many members subscribe to each regex once ``removed`` left and ``added`` joined."""
@@ -127,7 +114,7 @@ def refresh(group: Any, regexes: Iterable[str], topics: Any, now_ms: int, *,
     member uses any more get a tombstone."""
     wanted = set(regexes)
     current = resolved_topics(group)
-    out: list[Record] = [tombstone(group.group_id, regex)
+    out: list[Record] = [records.regex_tombstone(group.group_id, regex)
                          for regex in sorted(current) if regex not in wanted]
     resolution = {regex: topics_ for regex, topics_ in current.items() if regex in wanted}
     todo = sorted(wanted if everything else wanted - set(current))
@@ -137,7 +124,7 @@ def refresh(group: Any, regexes: Iterable[str], topics: Any, now_ms: int, *,
         for regex in todo:
             found = resolve(regex, names)
             if rewrite or regex not in current or current[regex] != found:
-                out.append(record(group.group_id, regex, found, version, now_ms))
+                out.append(records.regex_record(group.group_id, regex, found, version, now_ms))
             resolution[regex] = found
     return out, resolution
 
@@ -148,7 +135,7 @@ def known(group: Any, regexes: Iterable[str]) -> tuple[list[Record], dict[str, f
     resolved yet is absent (it subscribes to nothing)."""
     wanted = set(regexes)
     current = resolved_topics(group)
-    out: list[Record] = [tombstone(group.group_id, regex)
+    out: list[Record] = [records.regex_tombstone(group.group_id, regex)
                          for regex in sorted(current) if regex not in wanted]
     return out, {regex: topics_ for regex, topics_ in current.items() if regex in wanted}
 
@@ -181,90 +168,6 @@ def resolve_all(payload: tuple[tuple[str, ...], tuple[str, ...]]
                 matches.append(name)
     return ({regex: tuple(topics) for regex, topics in found.items()},
             (time.perf_counter() - began) * 1000.0)
-
-
-def start_resolution(shard: Any, env: Any, group_id: str, now_ms: int, *,
-                     stale: bool = False) -> Any:
-    """The effect that sends the group's regexes (as they are once the event's records are
-    applied) to the background executor; with one in flight, none starts, and ``stale``
-    (topics changed) marks that another must follow it."""
-    from .model import ConsumerGroup
-
-    def effect() -> None:
-        group = shard.groups.get(group_id)
-        if not isinstance(group, ConsumerGroup):
-            return
-        if group.regex_resolution is not None:
-            group.regex_rerun = group.regex_rerun or stale
-            return
-        regexes = tuple(sorted(group.subscribed_regex_counts))
-        if not regexes:
-            return
-        names = tuple(topic_names(env.topics))
-        version = int(getattr(env.topics, "version", 0))
-        run_id = next(_resolution_ids)
-        group.regex_resolution = run_id
-        group.regex_rerun = False
-
-        def write(outcome: Any) -> Any:
-            return lambda shard, now: resolution_installed(shard, now, env, group, run_id,
-                                                           outcome, version, now_ms)
-
-        try:
-            env.offloader.submit_task(shard.partition, resolve_all, (regexes, names), write,
-                                      group_id)
-        except Exception:
-            group.regex_resolution = None
-            log.exception("could not resolve the regular expressions in the background",
-                          group_id=group_id)
-
-    return effect
-
-
-def resolution_installed(shard: Any, now_ms: int, env: Any, group: Any, run_id: int,
-                         outcome: Any, version: int, started_ms: int) -> Result:
-    """The write event of a finished resolution (Kafka's ``handleRegularExpressionsResult``):
-    a record per regex the group still uses (its timestamp: when the resolution started), the
-    subscription metadata, and a group epoch bump when the topics changed (``pacing`` starts
-    the run it makes due). Discarded if the group is gone or reloaded."""
-    from . import heartbeat, records
-
-    gid = group.group_id
-    if shard.groups.get(gid) is not group or group.regex_resolution != run_id:
-        return Result()
-    group.regex_resolution = None
-    if isinstance(outcome, BaseException):
-        log.error("regular expression resolution failed", group_id=gid, error=repr(outcome))
-        return Result()
-    found, took_ms = outcome
-    log.info("resolved regular expressions", group_id=gid, regexes=len(found),
-             resolve_ms=round(took_ms, 2))
-    wanted = group.subscribed_regex_counts
-    resolution = {regex: topics for regex, topics in resolved_topics(group).items()
-                  if regex in wanted}
-    out: list[Record] = []
-    changed = False
-    for regex, names in found.items():
-        if not wanted.get(regex):
-            continue  # no member uses it any more
-        topics = frozenset(names)
-        changed |= resolution.get(regex) != topics
-        resolution[regex] = topics
-        out.append(record(gid, regex, topics, version, started_ms))
-    metadata = heartbeat.subscription_metadata(
-        heartbeat._names_after(group, [], [], resolution), env, group.subscription_metadata)
-    if metadata != group.subscription_metadata:
-        out.append(records.subscription_metadata(gid, metadata.values()))
-        changed = True
-    if changed:
-        epoch = heartbeat._next_group_epoch(group)
-        out.append(records.group_epoch(gid, epoch))
-        log.info("bumped group epoch", group_id=gid, group_epoch=epoch,
-                 reason="regular expressions resolved")
-        heartbeat.sensors.record_rebalance(gid)
-        heartbeat.arm_after_bump(shard, env, group, now_ms)
-    again = group.regex_rerun or any(regex not in found for regex in wanted)
-    return Result(out, effect=start_resolution(shard, env, gid, now_ms) if again else None)
 
 
 def refresh_due(group: Any, now_ms: int, interval_ms: int) -> bool:

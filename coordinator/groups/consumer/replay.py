@@ -1,25 +1,19 @@
-"""Replay of consumer group records into ``CoordinatorShard.groups``: one function per record
-type, named in ``coordinator.groups.replay``'s table."""
+"""Replay of consumer group records into ``CoordinatorShard.groups``: one replayer per record
+type, named in ``coordinator.groups.replay``'s table; the shapes every modern group type shares
+are replayed by ``modern.replay``, members and current assignments here."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 from typing import Any
 
-from coordinator.groups.common.members import replayed_group
+from coordinator.groups.modern import replay as modern_replay
 from storage.records import (
     ConsumerGroupCurrentMemberAssignmentKey,
     ConsumerGroupCurrentMemberAssignmentValue,
     ConsumerGroupMemberMetadataKey,
     ConsumerGroupMemberMetadataValue,
-    ConsumerGroupMetadataKey,
     ConsumerGroupMetadataValue,
-    ConsumerGroupPartitionMetadataKey,
-    ConsumerGroupPartitionMetadataValue,
-    ConsumerGroupTargetAssignmentMemberKey,
-    ConsumerGroupTargetAssignmentMemberValue,
-    ConsumerGroupTargetAssignmentMetadataKey,
-    ConsumerGroupTargetAssignmentMetadataValue,
 )
 
 from .assignment_forms import assignment_of
@@ -29,45 +23,27 @@ from .model import (
     ConsumerGroup,
     ConsumerGroupMember,
     MemberState,
-    SubscribedTopic,
     interned_topic_names,
 )
 
 
-def _group(shard: Any, group_id: str, create: bool = True) -> ConsumerGroup | None:
-    return replayed_group(shard, group_id, ConsumerGroup, create)
-
-
-def group_metadata(shard: Any, offset: int, key: ConsumerGroupMetadataKey,
-                    value: ConsumerGroupMetadataValue | None) -> None:
-    if value is None:
-        if isinstance(shard.groups.get(key.group_id), ConsumerGroup):
-            del shard.groups[key.group_id]
-        return
-    group = _group(shard, key.group_id)
-    assert group is not None
+def _group_metadata(group: ConsumerGroup, value: ConsumerGroupMetadataValue) -> None:
     group.group_epoch = value.epoch
 
 
-def partition_metadata(shard: Any, offset: int, key: ConsumerGroupPartitionMetadataKey,
-                        value: ConsumerGroupPartitionMetadataValue | None) -> None:
-    group = _group(shard, key.group_id, create=value is not None)
-    if group is None:
-        return
-    group.subscription_metadata = {} if value is None else {
-        t.topic_name: SubscribedTopic(t.topic_id, t.topic_name, t.num_partitions)
-        for t in value.topics}
-
-
-def member_metadata(shard: Any, offset: int, key: ConsumerGroupMemberMetadataKey,
-                     value: ConsumerGroupMemberMetadataValue | None) -> None:
-    group = _group(shard, key.group_id, create=value is not None)
-    if group is None:
-        return
+def _unassigned(group: ConsumerGroup, key: Any, value: Any) -> ConsumerGroupMember | None:
+    """The member a record is for; a tombstone releases its partitions' epochs first."""
     old = group.member(key.member_id)
+    if value is None and old is not None:
+        group.set_partition_epochs(old, None)
+    return old
+
+
+def _member_metadata(group: ConsumerGroup, key: ConsumerGroupMemberMetadataKey,
+                     value: ConsumerGroupMemberMetadataValue | None) -> None:
+    old = _unassigned(group, key, value)
     if value is None:
         if old is not None:
-            group.set_partition_epochs(old, None)
             group.drop_member(key.member_id)
         return
     base = old or ConsumerGroupMember(key.member_id)
@@ -84,36 +60,11 @@ def member_metadata(shard: Any, offset: int, key: ConsumerGroupMemberMetadataKey
                   for p in value.classic_member_metadata.supported_protocols))))
 
 
-def target_member(shard: Any, offset: int, key: ConsumerGroupTargetAssignmentMemberKey,
-                   value: ConsumerGroupTargetAssignmentMemberValue | None) -> None:
-    group = _group(shard, key.group_id, create=value is not None)
-    if group is None:
-        return
-    if value is None:
-        group.target.pop(key.member_id, None)
-    else:
-        group.target[key.member_id] = group.assignment_forms.assignment(
-            key.member_id, value.topic_partitions)
-
-
-def target_metadata(shard: Any, offset: int, key: ConsumerGroupTargetAssignmentMetadataKey,
-                     value: ConsumerGroupTargetAssignmentMetadataValue | None) -> None:
-    group = _group(shard, key.group_id, create=value is not None)
-    if group is None:
-        return
-    group.assignment_epoch = 0 if value is None else value.assignment_epoch
-    group.assignment_timestamp = 0 if value is None else value.timestamp
-
-
-def current_assignment(shard: Any, offset: int, key: ConsumerGroupCurrentMemberAssignmentKey,
+def _current_assignment(group: ConsumerGroup, key: ConsumerGroupCurrentMemberAssignmentKey,
                         value: ConsumerGroupCurrentMemberAssignmentValue | None) -> None:
-    group = _group(shard, key.group_id, create=value is not None)
-    if group is None:
-        return
-    old = group.member(key.member_id)
+    old = _unassigned(group, key, value)
     if value is None:
         if old is not None:
-            group.set_partition_epochs(old, None)
             group.put_member(replace(old, member_epoch=-1, previous_member_epoch=-1,
                                      state=MemberState.STABLE, assigned_partitions={},
                                      partitions_pending_revocation={}))
@@ -134,3 +85,12 @@ def current_assignment(shard: Any, offset: int, key: ConsumerGroupCurrentMemberA
     group.set_partition_epochs(old, new)
     group.put_member(new)
 
+
+group_metadata = modern_replay.group_metadata(ConsumerGroup, _group_metadata)
+partition_metadata = modern_replay.partition_metadata(ConsumerGroup)
+member_metadata = modern_replay.group_record(ConsumerGroup, _member_metadata)
+target_metadata = modern_replay.target_metadata(ConsumerGroup)
+target_member = modern_replay.target_member(
+    ConsumerGroup, lambda group, key, value: group.assignment_forms.assignment(
+        key.member_id, value.topic_partitions))
+current_assignment = modern_replay.group_record(ConsumerGroup, _current_assignment)

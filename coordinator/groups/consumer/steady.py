@@ -17,14 +17,10 @@ from typing import Any
 from coordinator.runtime import Result
 
 from .env import ConsumerGroupEnv
-from .heartbeat import (
-    HeartbeatRequest,
-    HeartbeatResponse,
-    group_settings,
-    schedule_session_timeout,
-    session_key,
-)
+from .heartbeat import HeartbeatRequest, HeartbeatResponse
+from .membership import schedule_session_timeout, session_key
 from .model import ConsumerGroup, MemberState
+from .settings import group_settings
 from .target import subscribed_ids
 
 

@@ -31,15 +31,6 @@ from . import records
 from .model import Assignment, ConsumerGroup, ConsumerGroupMember, SubscribedTopic
 
 
-def assignment_due(group: ConsumerGroup, group_epoch: int, now_ms: int, interval_ms: int) -> bool:
-    """Whether a new target must be computed now: the target lags the group epoch and the last
-    computation (if its finish time is known) finished at least ``interval_ms`` ago."""
-    if group_epoch <= group.assignment_epoch:
-        return False
-    last = group.assignment_timestamp
-    return last <= 0 or now_ms - last >= interval_ms
-
-
 @dataclass(frozen=True, slots=True)
 class TargetResult:
     epoch: int

@@ -4,20 +4,13 @@ offloader and the data plane's logs."""
 from __future__ import annotations
 
 import asyncio
-import uuid
 import weakref
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from assignors import PartitionAssignor, get_assignor
-
-
-class TopicLookup(Protocol):
-    """The part of ``MetadataImage`` the handlers read."""
-
-    def topic(self, name: str) -> Any: ...
-
-    def topic_by_id(self, topic_id: uuid.UUID) -> Any: ...
+from assignors import PartitionAssignor
+from coordinator.groups.modern.env import Installed, NoTopics, TopicLookup, cached_assignor
+from coordinator.groups.modern.settings import broker_configs
 
 
 class ShareLogs(Protocol):
@@ -54,12 +47,8 @@ class ShareGroupSettings:
     @classmethod
     def from_config(cls, config: Any) -> ShareGroupSettings:
         return cls(
-            session_timeout_ms=config["group.share.session.timeout.ms"],
-            heartbeat_interval_ms=config["group.share.heartbeat.interval.ms"],
-            max_size=config["group.share.max.size"],
+            **broker_configs(config, "share"),
             assignors=tuple(config["group.share.assignors"]),
-            assignment_interval_ms=config["group.share.assignment.interval.ms"],
-            assignor_offload=config["group.share.assignor.offload.enable"],
             record_lock_duration_ms=config["group.share.record.lock.duration.ms"],
             delivery_count_limit=config["group.share.delivery.count.limit"],
             partition_max_record_locks=config["group.share.partition.max.record.locks"],
@@ -89,14 +78,6 @@ class Wakeup:
         if self._event is None:
             self._event = asyncio.Event()
         return self._event
-
-
-class _NoTopics:
-    def topic(self, name: str) -> Any:
-        return None
-
-    def topic_by_id(self, topic_id: uuid.UUID) -> Any:
-        return None
 
 
 class _NoLogs:
@@ -138,7 +119,7 @@ class DataPlaneLogs:
 @dataclass(slots=True)
 class ShareGroupEnv:
     settings: ShareGroupSettings = field(default_factory=ShareGroupSettings)
-    topics: TopicLookup = field(default_factory=_NoTopics)
+    topics: TopicLookup = field(default_factory=NoTopics)
     logs: ShareLogs = field(default_factory=_NoLogs)
     offloader: Any = None
     """Where offloaded assignor runs go (``common.offload.Offloader``); None runs inline."""
@@ -151,32 +132,20 @@ class ShareGroupEnv:
     _assignors: dict[str, PartitionAssignor] = field(default_factory=dict)
 
     def assignor(self, name: str) -> PartitionAssignor:
-        found = self._assignors.get(name)
-        if found is None:
-            found = self._assignors[name] = get_assignor(name)
-        return found
+        return cached_assignor(self._assignors, name)
 
 
-_installed: ShareGroupEnv | None = None
-
-
-def install(env: ShareGroupEnv) -> None:
-    """Make ``env`` the one load hooks and timers use (the app calls this before partitions
-    load)."""
-    global _installed
-    _installed = env
-
-
-def installed() -> ShareGroupEnv:
-    return _installed or ShareGroupEnv()
+_ENV: Installed[ShareGroupEnv] = Installed(ShareGroupEnv)
+install = _ENV.install
+installed = _ENV.installed
 
 
 def env_for(broker: Any) -> ShareGroupEnv:
     """The installed environment, or one made from ``broker`` (and installed) if none is."""
-    global _installed
-    if _installed is None:
+    def make(broker: Any) -> ShareGroupEnv:
         from coordinator import topiclog
 
-        _installed = ShareGroupEnv(ShareGroupSettings.from_config(broker.config), broker.image,
-                                   DataPlaneLogs(topiclog.of(broker)))
-    return _installed
+        return ShareGroupEnv(ShareGroupSettings.from_config(broker.config), broker.image,
+                             DataPlaneLogs(topiclog.of(broker)))
+
+    return _ENV.env_for(broker, make)

@@ -15,9 +15,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from coordinator.groups.common import members as member_rules
 from coordinator.groups.common.assignor_job import run_job
-from coordinator.observability import sensors, timeline
+from coordinator.groups.modern import members as member_rules
+from coordinator.groups.modern import subscription as modern_subscription
+from coordinator.groups.modern.heartbeat import MemberRequest, MemberResponse
+from coordinator.groups.modern.members import invalid, known_member, note_leaving, unknown_member
+from coordinator.groups.modern.subscription import next_group_epoch
+from coordinator.groups.modern.target import assignment_due, offloaded
+from coordinator.observability import sensors
 from coordinator.observability.logs import get_logger
 from coordinator.runtime import CoordinatorError, Result
 from coordinator.runtime.result import Record
@@ -29,7 +34,6 @@ from .fetch import close_session, release_member_records
 from .initialize import forget_deleted_topics, initialize_partitions
 from .model import (
     EMPTY,
-    FIRST_GROUP_EPOCH,
     LEAVE_GROUP_MEMBER_EPOCH,
     Assignment,
     ShareGroup,
@@ -38,7 +42,7 @@ from .model import (
 )
 from .offload import start_effect
 from .settings import group_settings
-from .target import assignment_due, prepare, result_records
+from .target import prepare, result_records
 
 log = get_logger("coordinator.groups.share")
 
@@ -47,10 +51,7 @@ MAX_MEMBER_ID_LENGTH = 36
 
 
 @dataclass(frozen=True, slots=True)
-class HeartbeatRequest:
-    group_id: str
-    member_id: str
-    member_epoch: int
+class HeartbeatRequest(MemberRequest):
     rack_id: str | None = None
     subscribed_topic_names: Sequence[str] | None = None
     client_id: str = ""
@@ -58,44 +59,30 @@ class HeartbeatRequest:
 
 
 @dataclass(frozen=True, slots=True)
-class HeartbeatResponse:
-    member_id: str
-    member_epoch: int
-    heartbeat_interval_ms: int
+class HeartbeatResponse(MemberResponse):
     assignment: Assignment | None = None
-
-
-def _invalid(message: str) -> CoordinatorError:
-    return CoordinatorError(ErrorCode.invalid_request, message)
 
 
 def validate(request: HeartbeatRequest) -> None:
     """Kafka's request checks (INVALID_REQUEST); the client generates its member id."""
     if not request.member_id:
-        raise _invalid("MemberId can't be empty.")
+        raise invalid("MemberId can't be empty.")
     if len(request.member_id) > MAX_MEMBER_ID_LENGTH:
-        raise _invalid("Invalid member id in the request.")
+        raise invalid("Invalid member id in the request.")
     if not request.group_id:
-        raise _invalid("GroupId can't be empty.")
+        raise invalid("GroupId can't be empty.")
     if request.rack_id == "":
-        raise _invalid("RackId can't be empty.")
+        raise invalid("RackId can't be empty.")
     if request.member_epoch == 0 and not request.subscribed_topic_names:
-        raise _invalid("SubscribedTopicNames must be set in first request.")
+        raise invalid("SubscribedTopicNames must be set in first request.")
     if request.member_epoch < LEAVE_GROUP_MEMBER_EPOCH:
-        raise _invalid("MemberEpoch is invalid.")
+        raise invalid("MemberEpoch is invalid.")
 
 
 # ------------------------------------------------------------------------------ lookups
 def share_group(shard: Any, group_id: str) -> ShareGroup:
     """The share group, or GROUP_ID_NOT_FOUND (also when the id is another type's group)."""
-    group = shard.groups.get(group_id)
-    if group is None:
-        raise CoordinatorError(ErrorCode.group_id_not_found,
-                               f"Share group {group_id} not found.")
-    if not isinstance(group, ShareGroup):
-        raise CoordinatorError(ErrorCode.group_id_not_found,
-                               f"Group {group_id} is not a share group.")
-    return group
+    return member_rules.group_of(shard, group_id, ShareGroup, "share")
 
 
 def check_member_epoch(member: ShareGroupMember, received: int) -> None:
@@ -107,33 +94,18 @@ def check_member_epoch(member: ShareGroupMember, received: int) -> None:
 
 def subscription_metadata(names: Iterable[str], env: ShareGroupEnv,
                           current: Mapping[str, SubscribedTopic]
-                          ) -> dict[str, SubscribedTopic]:
+                          ) -> Mapping[str, SubscribedTopic]:
     """The subscribed topics that exist, reusing ``current``'s entries that still hold."""
-    out: dict[str, SubscribedTopic] = {}
-    for name in sorted(set(names)):
-        topic = env.topics.topic(name)
-        if topic is None:
-            continue
-        old = current.get(name)
-        if old is not None and old.topic_id == topic.topic_id \
-                and old.partitions == topic.partitions:
-            out[name] = old
-        else:
-            out[name] = SubscribedTopic(topic.topic_id, name, topic.partitions)
-    return out
+    return modern_subscription.subscription_metadata(sorted(set(names)), env.topics, current)
 
 
 def _names(members: Iterable[ShareGroupMember]) -> set[str]:
     return {name for m in members for name in m.subscribed_topic_names}
 
 
-def _next_group_epoch(group: ShareGroup) -> int:
-    return FIRST_GROUP_EPOCH if group.group_epoch == 0 else group.group_epoch + 1
-
-
 # ------------------------------------------------------------------------------ timers
 def session_key(group_id: str, member_id: str) -> tuple[str, str, str]:
-    return ("share-session", group_id, member_id)
+    return member_rules.session_key("share", group_id, member_id)
 
 
 def schedule_session_timeout(shard: Any, env: ShareGroupEnv, group_id: str, member_id: str,
@@ -142,18 +114,15 @@ def schedule_session_timeout(shard: Any, env: ShareGroupEnv, group_id: str, memb
         return remove_member(shard, env, group, member, now)
 
     timeout = group_settings(shard, env, group_id).session_timeout_ms
-    member_rules.schedule_expiry(shard, session_key(group_id, member_id), now_ms + timeout,
-                            ShareGroup, group_id, member_id, timeline.SESSION_EXPIRED,
-                            "share group member session expired", remove)
+    member_rules.schedule_session_timeout(shard, "share", ShareGroup, group_id, member_id,
+                                          now_ms + timeout, remove)
 
 
 def rearm_on_load(shard: Any, now_ms: int) -> None:
     """Members loaded from the log must heartbeat again within their session timeout."""
     env = installed()
-    for group in list(shard.groups.values()):
-        if isinstance(group, ShareGroup):
-            for member_id in group.members:
-                schedule_session_timeout(shard, env, group.group_id, member_id, now_ms)
+    member_rules.rearm_members(shard, ShareGroup, lambda group, member: schedule_session_timeout(
+        shard, env, group.group_id, member.member_id, now_ms))
 
 
 # ------------------------------------------------------------------------------ fencing
@@ -171,7 +140,7 @@ def remove_member(shard: Any, env: ShareGroupEnv, group: ShareGroup, member: Sha
     metadata = subscription_metadata(_names(rest), env, group.subscription_metadata)
     if metadata != group.subscription_metadata:
         out.append(records.subscription_metadata(gid, metadata.values()))
-    epoch = _next_group_epoch(group)
+    epoch = next_group_epoch(group)
     out.append(records.group_epoch(gid, epoch))
     if not rest:
         out.append(records.target_metadata(gid, epoch, 0))
@@ -191,14 +160,8 @@ def remove_member(shard: Any, env: ShareGroupEnv, group: ShareGroup, member: Sha
 
 def _leave(shard: Any, env: ShareGroupEnv, request: HeartbeatRequest, now_ms: int) -> Result:
     group = share_group(shard, request.group_id)
-    member = group.member(request.member_id)
-    if member is None:
-        raise CoordinatorError(ErrorCode.unknown_member_id,
-                               f"Member {request.member_id} is not a member of group "
-                               f"{group.group_id}.")
-    log.info("member leaves the share group", group_id=group.group_id,
-             member_id=member.member_id, member_epoch=member.member_epoch)
-    timeline.note_removed(group.group_id, member.member_id, timeline.LEFT, now_ms)
+    member = known_member(group, request.member_id)
+    note_leaving(log, "share", group, member, now_ms)
     return remove_member(shard, env, group, member, now_ms,
                          HeartbeatResponse(request.member_id, LEAVE_GROUP_MEMBER_EPOCH, 0),
                          leaving=True)
@@ -252,9 +215,7 @@ def heartbeat(shard: Any, now_ms: int, env: ShareGroupEnv, request: HeartbeatReq
     is_new = member is None
     if member is None:
         if request.member_epoch != 0:
-            raise CoordinatorError(ErrorCode.unknown_member_id,
-                                   f"Member {request.member_id} is not a member of group "
-                                   f"{gid}.")
+            raise unknown_member(gid, request.member_id)
         member = ShareGroupMember(request.member_id)
     else:
         check_member_epoch(member, request.member_epoch)
@@ -274,14 +235,14 @@ def heartbeat(shard: Any, now_ms: int, env: ShareGroupEnv, request: HeartbeatReq
         if metadata != group.subscription_metadata:
             out.append(records.subscription_metadata(gid, metadata.values()))
             bump = True
-    group_epoch = _next_group_epoch(group) if bump else group.group_epoch
+    group_epoch = next_group_epoch(group) if bump else group.group_epoch
 
     # 2. Share partitions of newly subscribed topics (or new partitions) get their state now.
     init_records = initialize_partitions(group, metadata, group_epoch, now_ms)
     if init_records:
         out += init_records
         if not bump:
-            bump, group_epoch = True, _next_group_epoch(group)
+            bump, group_epoch = True, next_group_epoch(group)
     if bump:
         out.append(records.group_epoch(gid, group_epoch))
         log.info("bumped group epoch", group_id=gid, group_epoch=group_epoch)
@@ -294,7 +255,7 @@ def heartbeat(shard: Any, now_ms: int, env: ShareGroupEnv, request: HeartbeatReq
                                                      own.assignment_interval_ms):
         assignor = env.settings.default_assignor
         prepared = prepare(group, group_epoch, assignor, members, group.target, metadata)
-        if own.assignor_offload and env.offloader is not None:
+        if offloaded(own, env):
             effect = start_effect(shard, gid, prepared, env.offloader)
             log.info("offloaded target assignment", group_id=gid, group_epoch=group_epoch,
                      assignor=assignor, members=len(members))
@@ -349,7 +310,7 @@ def refresh_subscription_metadata(shard: Any, now_ms: int, env: ShareGroupEnv,
                                          group.subscription_metadata)
         if metadata == group.subscription_metadata:
             continue
-        epoch = _next_group_epoch(group)
+        epoch = next_group_epoch(group)
         out.append(records.subscription_metadata(group.group_id, metadata.values()))
         out += initialize_partitions(group, metadata, epoch, now_ms)
         out.append(records.group_epoch(group.group_id, epoch))

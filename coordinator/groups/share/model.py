@@ -11,10 +11,13 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import IntEnum, StrEnum
+from enum import IntEnum
 from types import MappingProxyType
 
 from coordinator.groups.common.assignor_job import TargetIndexCache
+from coordinator.groups.modern.members import ModernGroupMember
+from coordinator.groups.modern.state import GroupState
+from coordinator.groups.modern.subscription import SubscribedTopic
 from protocol import ErrorCode
 
 SHARE_PROTOCOL_TYPE = "share"
@@ -39,29 +42,8 @@ class MemberState(IntEnum):
     STABLE = 0
 
 
-class GroupState(StrEnum):
-    """What ShareGroupDescribe / ListGroups report (``str()`` is Kafka's name)."""
-
-    EMPTY = "Empty"
-    STABLE = "Stable"
-    DEAD = "Dead"
-
-
 @dataclass(frozen=True, slots=True)
-class SubscribedTopic:
-    """A subscribed topic that exists: its id and partition count (ShareGroupPartitionMetadata).
-    """
-
-    topic_id: uuid.UUID
-    name: str
-    partitions: int
-
-
-@dataclass(frozen=True, slots=True)
-class ShareGroupMember:
-    member_id: str
-    member_epoch: int = 0
-    previous_member_epoch: int = 0
+class ShareGroupMember(ModernGroupMember):
     rack_id: str | None = None
     client_id: str = ""
     client_host: str = ""

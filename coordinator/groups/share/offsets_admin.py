@@ -42,6 +42,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from coordinator.groups.modern.subscription import next_group_epoch
 from coordinator.observability.logs import get_logger
 from coordinator.runtime import CoordinatorError, Result
 from coordinator.runtime.result import Record
@@ -49,7 +50,7 @@ from protocol import ErrorCode
 
 from . import records, state_records
 from .env import ShareLogs, TopicLookup
-from .model import FIRST_GROUP_EPOCH, ShareGroup
+from .model import ShareGroup
 from .partition import SharePartition
 
 log = get_logger("coordinator.groups.share")
@@ -144,11 +145,6 @@ def _require_empty(group: ShareGroup) -> None:
         raise CoordinatorError(ErrorCode.non_empty_group, NON_EMPTY_GROUP_MESSAGE)
 
 
-def _next_group_epoch(group: ShareGroup) -> int:
-    """As the heartbeat bumps it: a new group starts at seed 000's first epoch."""
-    return FIRST_GROUP_EPOCH if group.group_epoch == 0 else group.group_epoch + 1
-
-
 def _state(shard: Any, group_id: str) -> Mapping[tuple[uuid.UUID, int], SharePartition]:
     found: Mapping[tuple[uuid.UUID, int], SharePartition] = \
         shard.share_partitions.get(group_id, {})
@@ -221,7 +217,7 @@ def alter_offsets(shard: Any, now_ms: int, topics: TopicLookup, group_id: str,
     coordinator's answer)."""
     group = _share_group(shard, group_id, create=True)
     _require_empty(group)
-    epoch = _next_group_epoch(group)
+    epoch = next_group_epoch(group)
     out: list[Record] = [records.group_epoch(group_id, epoch)]
     state = _state(shard, group_id)
     initialized: dict[uuid.UUID, tuple[str, frozenset[int]]] = dict(group.initialized)

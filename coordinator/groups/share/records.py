@@ -7,6 +7,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable, Mapping
 
+from coordinator.groups.modern import records as modern_records
 from coordinator.runtime.result import Record
 from storage.records import (
     ShareGroupCurrentMemberAssignmentKey,
@@ -23,12 +24,11 @@ from storage.records import (
     ShareGroupTargetAssignmentMemberValue,
     ShareGroupTargetAssignmentMetadataKey,
     ShareGroupTargetAssignmentMetadataValue,
-    TopicMetadata,
     TopicPartitions,
     TopicPartitionsInfo,
 )
 
-from .model import Assignment, ShareGroup, ShareGroupMember, SubscribedTopic
+from .model import Assignment, ShareGroup, ShareGroupMember
 
 
 def topic_partitions(assignment: Assignment) -> tuple[TopicPartitions, ...]:
@@ -39,17 +39,6 @@ def topic_partitions(assignment: Assignment) -> tuple[TopicPartitions, ...]:
 
 def assignment_of(partitions: Iterable[TopicPartitions]) -> Assignment:
     return {tp.topic_id: frozenset(tp.partitions) for tp in partitions if tp.partitions}
-
-
-def group_epoch(group_id: str, epoch: int) -> Record:
-    return (ShareGroupMetadataKey(group_id=group_id), ShareGroupMetadataValue(epoch=epoch))
-
-
-def subscription_metadata(group_id: str, topics: Iterable[SubscribedTopic]) -> Record:
-    return (ShareGroupPartitionMetadataKey(group_id=group_id),
-            ShareGroupPartitionMetadataValue(topics=tuple(
-                TopicMetadata(topic_id=t.topic_id, topic_name=t.name, num_partitions=t.partitions)
-                for t in sorted(topics, key=lambda t: t.name))))
 
 
 def member_metadata(group_id: str, member: ShareGroupMember) -> Record:
@@ -116,3 +105,9 @@ def group_tombstones(group: ShareGroup) -> list[Record]:
     out.append((ShareGroupStatePartitionMetadataKey(group_id=gid), None))
     out.append((ShareGroupMetadataKey(group_id=gid), None))
     return out
+
+
+# the records every modern group type builds alike (``modern.records``)
+group_epoch = modern_records.group_epoch(ShareGroupMetadataKey, ShareGroupMetadataValue)
+subscription_metadata = modern_records.partition_metadata(
+    ShareGroupPartitionMetadataKey, ShareGroupPartitionMetadataValue)

@@ -1,66 +1,26 @@
-"""Replay of share group records into ``CoordinatorShard.groups``: one function per record type,
-named in ``coordinator.groups.replay``'s table. A record may come before its group's metadata
-record (compaction keeps the latest of each key, in log order), so every replayer but the
-tombstones creates the group it needs."""
+"""Replay of share group records into ``CoordinatorShard.groups``: one replayer per record type,
+named in ``coordinator.groups.replay``'s table; the shapes every modern group type shares are
+replayed by ``modern.replay``, members, current assignments and initialized share partitions
+here."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 from typing import Any
 
-from coordinator.groups.common.members import replayed_group
-from storage.records import (
-    ShareGroupCurrentMemberAssignmentKey,
-    ShareGroupCurrentMemberAssignmentValue,
-    ShareGroupMemberMetadataKey,
-    ShareGroupMemberMetadataValue,
-    ShareGroupMetadataKey,
-    ShareGroupMetadataValue,
-    ShareGroupPartitionMetadataKey,
-    ShareGroupPartitionMetadataValue,
-    ShareGroupStatePartitionMetadataKey,
-    ShareGroupStatePartitionMetadataValue,
-    ShareGroupTargetAssignmentMemberKey,
-    ShareGroupTargetAssignmentMemberValue,
-    ShareGroupTargetAssignmentMetadataKey,
-    ShareGroupTargetAssignmentMetadataValue,
-)
+from coordinator.groups.modern import replay as modern_replay
+from storage.records import ShareGroupMetadataValue
 
-from .model import ShareGroup, ShareGroupMember, SubscribedTopic
+from .model import ShareGroup, ShareGroupMember
 from .records import assignment_of
 
 
-def _group(shard: Any, group_id: str, create: bool = True) -> ShareGroup | None:
-    return replayed_group(shard, group_id, ShareGroup, create)
-
-
-def group_metadata(shard: Any, offset: int, key: ShareGroupMetadataKey,
-                   value: ShareGroupMetadataValue | None) -> None:
-    if value is None:
-        if isinstance(shard.groups.get(key.group_id), ShareGroup):
-            del shard.groups[key.group_id]
-        return
-    group = _group(shard, key.group_id)
-    assert group is not None
+def _group_metadata(group: ShareGroup, value: ShareGroupMetadataValue) -> None:
     group.group_epoch = value.epoch
     group.metadata_hash = value.metadata_hash
 
 
-def partition_metadata(shard: Any, offset: int, key: ShareGroupPartitionMetadataKey,
-                       value: ShareGroupPartitionMetadataValue | None) -> None:
-    group = _group(shard, key.group_id, create=value is not None)
-    if group is None:
-        return
-    group.subscription_metadata = {} if value is None else {
-        t.topic_name: SubscribedTopic(t.topic_id, t.topic_name, t.num_partitions)
-        for t in value.topics}
-
-
-def member_metadata(shard: Any, offset: int, key: ShareGroupMemberMetadataKey,
-                    value: ShareGroupMemberMetadataValue | None) -> None:
-    group = _group(shard, key.group_id, create=value is not None)
-    if group is None:
-        return
+def _member_metadata(group: ShareGroup, key: Any, value: Any) -> None:
     if value is None:
         group.members.pop(key.member_id, None)
         return
@@ -70,30 +30,8 @@ def member_metadata(shard: Any, offset: int, key: ShareGroupMemberMetadataKey,
         subscribed_topic_names=tuple(value.subscribed_topic_names))
 
 
-def target_metadata(shard: Any, offset: int, key: ShareGroupTargetAssignmentMetadataKey,
-                    value: ShareGroupTargetAssignmentMetadataValue | None) -> None:
-    group = _group(shard, key.group_id, create=value is not None)
-    if group is None:
-        return
-    group.assignment_epoch = 0 if value is None else value.assignment_epoch
-    group.assignment_timestamp = 0 if value is None else value.timestamp
-
-
-def target_member(shard: Any, offset: int, key: ShareGroupTargetAssignmentMemberKey,
-                  value: ShareGroupTargetAssignmentMemberValue | None) -> None:
-    group = _group(shard, key.group_id, create=value is not None)
-    if group is None:
-        return
+def _current_assignment(group: ShareGroup, key: Any, value: Any) -> None:
     if value is None:
-        group.target.pop(key.member_id, None)
-    else:
-        group.target[key.member_id] = assignment_of(value.topic_partitions)
-
-
-def current_assignment(shard: Any, offset: int, key: ShareGroupCurrentMemberAssignmentKey,
-                       value: ShareGroupCurrentMemberAssignmentValue | None) -> None:
-    group = _group(shard, key.group_id, create=value is not None)
-    if group is None or value is None:
         return  # the member itself goes with its metadata tombstone
     old = group.members.get(key.member_id) or ShareGroupMember(key.member_id)
     group.members[key.member_id] = replace(
@@ -102,10 +40,16 @@ def current_assignment(shard: Any, offset: int, key: ShareGroupCurrentMemberAssi
         assigned_partitions=assignment_of(value.assigned_partitions))
 
 
-def state_partition_metadata(shard: Any, offset: int, key: ShareGroupStatePartitionMetadataKey,
-                             value: ShareGroupStatePartitionMetadataValue | None) -> None:
-    group = _group(shard, key.group_id, create=value is not None)
-    if group is None:
-        return
+def _state_partition_metadata(group: ShareGroup, key: Any, value: Any) -> None:
     group.initialized = {} if value is None else {
         t.topic_id: (t.topic_name, frozenset(t.partitions)) for t in value.initialized_topics}
+
+
+group_metadata = modern_replay.group_metadata(ShareGroup, _group_metadata)
+partition_metadata = modern_replay.partition_metadata(ShareGroup)
+member_metadata = modern_replay.group_record(ShareGroup, _member_metadata)
+target_metadata = modern_replay.target_metadata(ShareGroup)
+target_member = modern_replay.target_member(
+    ShareGroup, lambda group, key, value: assignment_of(value.topic_partitions))
+current_assignment = modern_replay.group_record(ShareGroup, _current_assignment)
+state_partition_metadata = modern_replay.group_record(ShareGroup, _state_partition_metadata)

@@ -8,6 +8,7 @@ here they are all the subscribed topics' partitions.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping, Sequence
 
 from coordinator.groups.common.assignor_job import (
@@ -17,19 +18,11 @@ from coordinator.groups.common.assignor_job import (
     build_job,
     to_assignment,
 )
+from coordinator.groups.modern.target import changed_targets
 from coordinator.runtime.result import Record
 
 from . import records
 from .model import Assignment, ShareGroup, ShareGroupMember, SubscribedTopic
-
-
-def assignment_due(group: ShareGroup, group_epoch: int, now_ms: int, interval_ms: int) -> bool:
-    """Whether a new target must be computed now: the target lags the group epoch and the last
-    computation (if its finish time is known) finished at least ``interval_ms`` ago."""
-    if group_epoch <= group.assignment_epoch:
-        return False
-    last = group.assignment_timestamp
-    return last <= 0 or now_ms - last >= interval_ms
 
 
 def prepare(group: ShareGroup, group_epoch: int, assignor: str,
@@ -44,19 +37,10 @@ def target_records(group: ShareGroup, prepared: PreparedJob,
                    changed: Sequence[tuple[str, TopicIndexAssignment]],
                    members: Mapping[str, ShareGroupMember]
                    ) -> tuple[dict[str, Assignment], list[Record]]:
-    """The new targets of the members still in ``members`` (a member that left meanwhile loses
-    its share), and their records."""
-    gid = group.group_id
-    new: dict[str, Assignment] = {}
-    out: list[Record] = []
-    for member_id, pairs in changed:
-        if member_id not in members:
-            continue
-        assignment = to_assignment(pairs, prepared.topic_ids)
-        new[member_id] = assignment
-        if member_id not in group.target or group.target[member_id] != assignment:
-            out.append(records.target_member(gid, member_id, assignment))
-    return new, out
+    """The new targets of the members still in ``members`` and their records."""
+    return changed_targets(group, changed, members,
+                           lambda pairs: to_assignment(pairs, prepared.topic_ids),
+                           operator.eq, records.target_member)
 
 
 def result_records(group: ShareGroup, prepared: PreparedJob, outcome: JobResult,

@@ -5,19 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from coordinator.groups.modern.describe import Description, described
 from protocol import ErrorCode
 
 from .model import GroupState, StreamsGroup, StreamsGroupMember, TasksTuple
 
 
 @dataclass(frozen=True, slots=True)
-class GroupDescription:
-    group_id: str
-    error: ErrorCode
-    error_message: str | None = None
+class GroupDescription(Description):
     state: str = GroupState.DEAD.value
-    group_epoch: int = 0
-    assignment_epoch: int = 0
     topology: Any = None
     configured: Any = None
     members: tuple[tuple[StreamsGroupMember, TasksTuple], ...] = ()
@@ -26,10 +22,8 @@ class GroupDescription:
 
 def describe(shard: Any, group_id: str) -> GroupDescription:
     """The group's description, or GROUP_ID_NOT_FOUND when no streams group holds the id."""
-    group = shard.groups.get(group_id)
-    if not isinstance(group, StreamsGroup):
-        message = (f"Group {group_id} not found." if group is None
-                   else f"Group {group_id} is not a streams group.")
+    group, message = described(shard, group_id, StreamsGroup, "streams")
+    if group is None:
         return GroupDescription(group_id, ErrorCode.group_id_not_found, message)
     return GroupDescription(
         group_id, ErrorCode.none, None, group.state.value, group.group_epoch,

@@ -3,19 +3,12 @@ group's effective settings (its overrides applied), topics, and the offloader.""
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from coordinator.groups.common.group_configs import streams_overrides
-
-
-class TopicLookup(Protocol):
-    """The part of ``MetadataImage`` the handlers read."""
-
-    def topic(self, name: str) -> Any: ...
-
-    def topic_by_id(self, topic_id: uuid.UUID) -> Any: ...
+from coordinator.groups.modern.env import Installed, NoTopics, TopicLookup
+from coordinator.groups.modern.settings import Settings, broker_configs, effective
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,78 +26,38 @@ class StreamsGroupSettings:
     @classmethod
     def from_config(cls, config: Any) -> StreamsGroupSettings:
         return cls(
-            session_timeout_ms=config["group.streams.session.timeout.ms"],
-            heartbeat_interval_ms=config["group.streams.heartbeat.interval.ms"],
-            max_size=config["group.streams.max.size"],
+            **broker_configs(config, "streams"),
             num_standby_replicas=config["group.streams.num.standby.replicas"],
             initial_rebalance_delay_ms=config["group.streams.initial.rebalance.delay.ms"],
-            assignment_interval_ms=config["group.streams.assignment.interval.ms"],
-            assignor_offload=config["group.streams.assignor.offload.enable"],
         )
-
-
-class _NoTopics:
-    def topic(self, name: str) -> Any:
-        return None
-
-    def topic_by_id(self, topic_id: uuid.UUID) -> Any:
-        return None
 
 
 @dataclass(slots=True)
 class StreamsGroupEnv:
     settings: StreamsGroupSettings = field(default_factory=StreamsGroupSettings)
-    topics: TopicLookup = field(default_factory=_NoTopics)
+    topics: TopicLookup = field(default_factory=NoTopics)
     offloader: Any = None
     """Where offloaded assignor runs go (``common.offload.Offloader``); None runs inline."""
 
 
 @dataclass(frozen=True, slots=True)
-class GroupSettings:
+class GroupSettings(Settings):
     """The broker's streams group settings with the group's overrides applied."""
 
-    session_timeout_ms: int
-    heartbeat_interval_ms: int
     num_standby_replicas: int
     initial_rebalance_delay_ms: int
-    assignment_interval_ms: int
-    assignor_offload: bool
 
 
 def group_settings(shard: Any, env: StreamsGroupEnv, group_id: str) -> GroupSettings:
-    broker = env.settings
-    own = streams_overrides(shard, group_id)
-
-    def pick(value: Any, default: Any) -> Any:
-        return default if value is None else value
-
-    return GroupSettings(
-        pick(own.session_timeout_ms, broker.session_timeout_ms),
-        pick(own.heartbeat_interval_ms, broker.heartbeat_interval_ms),
-        pick(own.num_standby_replicas, broker.num_standby_replicas),
-        pick(own.initial_rebalance_delay_ms, broker.initial_rebalance_delay_ms),
-        pick(own.assignment_interval_ms, broker.assignment_interval_ms),
-        pick(own.assignor_offload, broker.assignor_offload))
+    return effective(GroupSettings, streams_overrides(shard, group_id), env.settings)
 
 
-_installed: StreamsGroupEnv | None = None
-
-
-def install(env: StreamsGroupEnv) -> None:
-    """Make ``env`` the one load hooks and timers use (the app calls this before partitions
-    load)."""
-    global _installed
-    _installed = env
-
-
-def installed() -> StreamsGroupEnv:
-    return _installed or StreamsGroupEnv()
+_ENV: Installed[StreamsGroupEnv] = Installed(StreamsGroupEnv)
+install = _ENV.install
+installed = _ENV.installed
 
 
 def env_for(broker: Any) -> StreamsGroupEnv:
     """The installed environment, or one made from ``broker`` (and installed) if none is."""
-    global _installed
-    if _installed is None:
-        _installed = StreamsGroupEnv(StreamsGroupSettings.from_config(broker.config),
-                                     broker.image)
-    return _installed
+    return _ENV.env_for(broker, lambda broker: StreamsGroupEnv(
+        StreamsGroupSettings.from_config(broker.config), broker.image))

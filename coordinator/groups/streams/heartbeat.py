@@ -19,7 +19,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from coordinator.groups.classic.model import ClassicGroup, ClassicGroupState
-from coordinator.groups.common import members as member_rules
+from coordinator.groups.modern import members as member_rules
+from coordinator.groups.modern.heartbeat import MemberRequest
+from coordinator.groups.modern.members import invalid, known_member, note_leaving, unknown_member
+from coordinator.groups.modern.target import offloaded
 from coordinator.observability import sensors, timeline
 from coordinator.observability.logs import get_logger
 from coordinator.runtime import CoordinatorError, Result
@@ -72,10 +75,7 @@ Status = tuple[int, str]
 
 
 @dataclass(frozen=True, slots=True)
-class HeartbeatRequest:
-    group_id: str
-    member_id: str
-    member_epoch: int
+class HeartbeatRequest(MemberRequest):
     endpoint_information_epoch: int = -1
     instance_id: str | None = None
     rack_id: str | None = None
@@ -114,64 +114,53 @@ class HeartbeatResponse:
     """Internal topics to create (MISSING_INTERNAL_TOPICS): the API layer creates them."""
 
 
-def _invalid(message: str) -> CoordinatorError:
-    return CoordinatorError(ErrorCode.invalid_request, message)
-
-
 def validate(request: HeartbeatRequest) -> None:
     """Kafka 4.3's request checks before the group is touched (INVALID_REQUEST for what it does
     not support yet and for malformed requests)."""
     if request.instance_id is not None:
-        raise _invalid("Static membership is not yet supported.")
+        raise invalid("Static membership is not yet supported.")
     if request.task_offsets:
-        raise _invalid("TaskOffsets are not supported yet.")
+        raise invalid("TaskOffsets are not supported yet.")
     if request.task_end_offsets:
-        raise _invalid("TaskEndOffsets are not supported yet.")
+        raise invalid("TaskEndOffsets are not supported yet.")
     if request.warmup_tasks:
-        raise _invalid("WarmupTasks are not supported yet.")
+        raise invalid("WarmupTasks are not supported yet.")
     if request.topology is not None and any(
             s.source_topic_regex for s in request.topology.subtopologies):
-        raise _invalid("Regular expressions for source topics are not supported yet.")
+        raise invalid("Regular expressions for source topics are not supported yet.")
     if not request.member_id.strip():
-        raise _invalid("MemberId can't be empty.")
+        raise invalid("MemberId can't be empty.")
     if not request.group_id.strip():
-        raise _invalid("GroupId can't be empty.")
+        raise invalid("GroupId can't be empty.")
     if request.rack_id is not None and not request.rack_id.strip():
-        raise _invalid("RackId can't be empty.")
+        raise invalid("RackId can't be empty.")
     epoch = request.member_epoch
     lists = (request.active_tasks, request.standby_tasks, request.warmup_tasks)
     if epoch == 0:
         if request.rebalance_timeout_ms == -1:
-            raise _invalid("RebalanceTimeoutMs must be provided in first request.")
+            raise invalid("RebalanceTimeoutMs must be provided in first request.")
         for name, tasks in zip(("ActiveTasks", "StandbyTasks", "WarmupTasks"), lists,
                                strict=True):
             if tasks is None or tasks:
-                raise _invalid(f"{name} must be empty when (re-)joining.")
+                raise invalid(f"{name} must be empty when (re-)joining.")
         if request.topology is None:
-            raise _invalid("Topology must be non-null when (re-)joining.")
+            raise invalid("Topology must be non-null when (re-)joining.")
         # GCS.throwIfInvalidTopology: STREAMS_INVALID_TOPOLOGY, checked here in Kafka's order
         validate_changelog_partitions(request.topology)
     elif epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-        raise _invalid("InstanceId can't be null.")
+        raise invalid("InstanceId can't be null.")
     elif epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-        raise _invalid(f"MemberEpoch is {epoch}, but must be greater than or equal to -2.")
+        raise invalid(f"MemberEpoch is {epoch}, but must be greater than or equal to -2.")
     if any(t is None for t in lists) and not all(t is None for t in lists):
-        raise _invalid("If one task-type is non-null, all must be non-null.")
+        raise invalid("If one task-type is non-null, all must be non-null.")
     if epoch != 0 and request.topology is not None:
-        raise _invalid("Topology can only be provided when (re-)joining.")
+        raise invalid("Topology can only be provided when (re-)joining.")
 
 
 # ------------------------------------------------------------------------------ lookups
 def streams_group(shard: Any, group_id: str) -> StreamsGroup:
     """The streams group, or GROUP_ID_NOT_FOUND (also when the id is another type's group)."""
-    group = shard.groups.get(group_id)
-    if group is None:
-        raise CoordinatorError(ErrorCode.group_id_not_found,
-                               f"Streams group {group_id} not found.")
-    if not isinstance(group, StreamsGroup):
-        raise CoordinatorError(ErrorCode.group_id_not_found,
-                               f"Group {group_id} is not a streams group.")
-    return group
+    return member_rules.group_of(shard, group_id, StreamsGroup, "streams")
 
 
 def check_member_epoch(member: StreamsGroupMember, request: HeartbeatRequest) -> None:
@@ -182,11 +171,11 @@ def check_member_epoch(member: StreamsGroupMember, request: HeartbeatRequest) ->
 
 # ------------------------------------------------------------------------------ timers
 def session_key(group_id: str, member_id: str) -> tuple[str, str, str]:
-    return ("streams-session", group_id, member_id)
+    return member_rules.session_key("streams", group_id, member_id)
 
 
 def rebalance_key(group_id: str, member_id: str) -> tuple[str, str, str]:
-    return ("streams-rebalance", group_id, member_id)
+    return member_rules.rebalance_key("streams", group_id, member_id)
 
 
 def initial_delay_key(group_id: str) -> tuple[str, str]:
@@ -196,9 +185,8 @@ def initial_delay_key(group_id: str) -> tuple[str, str]:
 def schedule_session_timeout(shard: Any, env: StreamsGroupEnv, group_id: str, member_id: str,
                              now_ms: int) -> None:
     timeout = group_settings(shard, env, group_id).session_timeout_ms
-    member_rules.schedule_expiry(shard, session_key(group_id, member_id), now_ms + timeout,
-                            StreamsGroup, group_id, member_id, timeline.SESSION_EXPIRED,
-                            "streams group member session expired", remove_member)
+    member_rules.schedule_session_timeout(shard, "streams", StreamsGroup, group_id, member_id,
+                                          now_ms + timeout, remove_member)
 
 
 def schedule_rebalance_timeout(shard: Any, group_id: str, member: StreamsGroupMember,
@@ -232,7 +220,7 @@ def _schedule_initial_delay(shard: Any, env: StreamsGroupEnv, group_id: str, now
         settings = group_settings(shard, env, group_id)
         prepared = prepare(group, group.group_epoch, group.members, group.configured,
                            _standby(group.assignment_configs))
-        if settings.assignor_offload and env.offloader is not None:
+        if offloaded(settings, env):
             return Result(effect=start_effect(shard, group_id, prepared, env.offloader))
         _, out = compute_inline(group, prepared, group.members, now)
         return Result(out)
@@ -241,19 +229,18 @@ def _schedule_initial_delay(shard: Any, env: StreamsGroupEnv, group_id: str, now
 
 
 def cancel_timers(shard: Any, group_id: str, member_id: str) -> None:
-    shard.timers.cancel(session_key(group_id, member_id))
-    shard.timers.cancel(rebalance_key(group_id, member_id))
+    member_rules.cancel_timers(shard, "streams", group_id, member_id)
 
 
 def rearm_on_load(shard: Any, now_ms: int) -> None:
     env = installed()
-    for group in list(shard.groups.values()):
-        if not isinstance(group, StreamsGroup):
-            continue
-        for member in group.members.values():
-            schedule_session_timeout(shard, env, group.group_id, member.member_id, now_ms)
-            if member.state is MemberState.UNREVOKED_TASKS:
-                schedule_rebalance_timeout(shard, group.group_id, member, now_ms)
+
+    def rearm(group: StreamsGroup, member: StreamsGroupMember) -> None:
+        schedule_session_timeout(shard, env, group.group_id, member.member_id, now_ms)
+        if member.state is MemberState.UNREVOKED_TASKS:
+            schedule_rebalance_timeout(shard, group.group_id, member, now_ms)
+
+    member_rules.rearm_members(shard, StreamsGroup, rearm)
 
 
 def _standby(configs: tuple[tuple[str, str], ...]) -> int:
@@ -297,14 +284,8 @@ def _leave(shard: Any, request: HeartbeatRequest, now_ms: int) -> Result:
     group = streams_group(shard, request.group_id)
     if request.shutdown_application and group.shutdown_requested_by is None:
         group.shutdown_requested_by = request.member_id
-    member = group.member(request.member_id)
-    if member is None:
-        raise CoordinatorError(ErrorCode.unknown_member_id,
-                               f"Member {request.member_id} is not a member of group "
-                               f"{group.group_id}.")
-    log.info("member leaves the streams group", group_id=group.group_id,
-             member_id=member.member_id, member_epoch=member.member_epoch)
-    timeline.note_removed(group.group_id, member.member_id, timeline.LEFT, now_ms)
+    member = known_member(group, request.member_id)
+    note_leaving(log, "streams", group, member, now_ms)
     return remove_member(shard, group, member, now_ms,
                          HeartbeatResponse(request.member_id, request.member_epoch))
 
@@ -357,10 +338,10 @@ def _check_tasks(request: HeartbeatRequest, configured: Any) -> None:
         for subtopology, partitions in (tasks or {}).items():
             sub = configured.subtopologies.get(subtopology)
             if sub is None:
-                raise _invalid(f"Subtopology {subtopology} does not exist in the topology.")
+                raise invalid(f"Subtopology {subtopology} does not exist in the topology.")
             for p in sorted(partitions):
                 if not 0 <= p < sub.num_tasks:
-                    raise _invalid(f"Task {p} for subtopology {subtopology} is invalid. Number "
+                    raise invalid(f"Task {p} for subtopology {subtopology} is invalid. Number "
                                    f"of tasks for this subtopology: {sub.num_tasks}")
 
 
@@ -378,9 +359,7 @@ def heartbeat(shard: Any, now_ms: int, env: StreamsGroupEnv, request: HeartbeatR
     member = group.member(request.member_id)
     if member is None:
         if request.member_epoch != 0:
-            raise CoordinatorError(ErrorCode.unknown_member_id,
-                                   f"Member {request.member_id} is not a member of group "
-                                   f"{gid}.")
+            raise unknown_member(gid, request.member_id)
         member = StreamsGroupMember(request.member_id)
         is_new = True
     else:
@@ -403,7 +382,7 @@ def heartbeat(shard: Any, now_ms: int, env: StreamsGroupEnv, request: HeartbeatR
             out.append(records.topology(gid, topology))
             bump = True
         elif topology.epoch <= request.topology.epoch and request.topology != topology:
-            raise _invalid("Topology updates are not supported yet.")
+            raise invalid("Topology updates are not supported yet.")
     statuses: list[Status] = []
     if topology is not None and updated.topology_epoch < topology.epoch:
         statuses.append((STALE_TOPOLOGY, f"The member's topology epoch {updated.topology_epoch} "
@@ -452,7 +431,7 @@ def heartbeat(shard: Any, now_ms: int, env: StreamsGroupEnv, request: HeartbeatR
         else:
             prepared = prepare(group, group_epoch, members, configured,
                                own.num_standby_replicas)
-            if own.assignor_offload and env.offloader is not None:
+            if offloaded(own, env):
                 effects.append(start_effect(shard, gid, prepared, env.offloader))
                 delayed = IN_FLIGHT_DETAIL
                 log.info("offloaded target assignment", group_id=gid, group_epoch=group_epoch,

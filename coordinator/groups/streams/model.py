@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from enum import IntEnum, StrEnum
+from enum import IntEnum
 from types import MappingProxyType
 from typing import Any
 
+from coordinator.groups.modern.members import ModernGroupMember
+from coordinator.groups.modern.state import GroupState
 from protocol import ErrorCode
 
 STREAMS_PROTOCOL_TYPE = "streams"
@@ -105,17 +107,6 @@ class MemberState(IntEnum):
     UNKNOWN = 127
 
 
-class GroupState(StrEnum):
-    """What StreamsGroupDescribe / ListGroups report (``str()`` is Kafka's name)."""
-
-    EMPTY = "Empty"
-    NOT_READY = "NotReady"
-    ASSIGNING = "Assigning"
-    RECONCILING = "Reconciling"
-    STABLE = "Stable"
-    DEAD = "Dead"
-
-
 @dataclass(frozen=True, slots=True)
 class Endpoint:
     host: str
@@ -123,10 +114,7 @@ class Endpoint:
 
 
 @dataclass(frozen=True, slots=True)
-class StreamsGroupMember:
-    member_id: str
-    member_epoch: int = 0
-    previous_member_epoch: int = 0
+class StreamsGroupMember(ModernGroupMember):
     state: MemberState = MemberState.STABLE
     instance_id: str | None = None
     rack_id: str | None = None

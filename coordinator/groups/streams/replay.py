@@ -1,7 +1,6 @@
-"""Replay of streams group records into ``CoordinatorShard.groups``: one function per record
-type, named in ``coordinator.groups.replay``'s table. A record may come before its group's
-metadata record (compaction keeps the latest of each key, in log order), so every replayer but
-the tombstones creates the group it needs."""
+"""Replay of streams group records into ``CoordinatorShard.groups``: one replayer per record
+type, named in ``coordinator.groups.replay``'s table; the shapes every modern group type shares
+are replayed by ``modern.replay``, members, current assignments (tasks) and the topology here."""
 
 from __future__ import annotations
 
@@ -9,23 +8,8 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
-from coordinator.groups.common.members import replayed_group
-from storage.records import (
-    StreamsGroupCurrentMemberAssignmentKey,
-    StreamsGroupCurrentMemberAssignmentValue,
-    StreamsGroupMemberMetadataKey,
-    StreamsGroupMemberMetadataValue,
-    StreamsGroupMetadataKey,
-    StreamsGroupMetadataValue,
-    StreamsGroupTargetAssignmentMemberKey,
-    StreamsGroupTargetAssignmentMemberValue,
-    StreamsGroupTargetAssignmentMetadataKey,
-    StreamsGroupTargetAssignmentMetadataValue,
-    StreamsGroupTopologyKey,
-    StreamsGroupTopologyValue,
-    TaskIds,
-    TaskIdsWithEpochs,
-)
+from coordinator.groups.modern import replay as modern_replay
+from storage.records import StreamsGroupMetadataValue, TaskIds, TaskIdsWithEpochs
 
 from .model import (
     Endpoint,
@@ -37,10 +21,6 @@ from .model import (
     TasksTuple,
 )
 from .topology import Topology
-
-
-def _group(shard: Any, group_id: str, create: bool = True) -> StreamsGroup | None:
-    return replayed_group(shard, group_id, StreamsGroup, create)
 
 
 def _tasks(ids: Iterable[TaskIds | TaskIdsWithEpochs]) -> Tasks:
@@ -58,25 +38,14 @@ def _epochs(ids: Iterable[TaskIdsWithEpochs], default: int) -> TaskEpochs:
     return out
 
 
-def group_metadata(shard: Any, offset: int, key: StreamsGroupMetadataKey,
-                   value: StreamsGroupMetadataValue | None) -> None:
-    if value is None:
-        if isinstance(shard.groups.get(key.group_id), StreamsGroup):
-            del shard.groups[key.group_id]
-        return
-    group = _group(shard, key.group_id)
-    assert group is not None
+def _group_metadata(group: StreamsGroup, value: StreamsGroupMetadataValue) -> None:
     group.group_epoch = value.epoch
     group.metadata_hash = value.metadata_hash
     group.validated_topology_epoch = value.validated_topology_epoch
     group.assignment_configs = tuple((kv.key, kv.value) for kv in value.assignment_configs)
 
 
-def member_metadata(shard: Any, offset: int, key: StreamsGroupMemberMetadataKey,
-                    value: StreamsGroupMemberMetadataValue | None) -> None:
-    group = _group(shard, key.group_id, create=value is not None)
-    if group is None:
-        return
+def _member_metadata(group: StreamsGroup, key: Any, value: Any) -> None:
     if value is None:
         group.members.pop(key.member_id, None)
         return
@@ -90,32 +59,8 @@ def member_metadata(shard: Any, offset: int, key: StreamsGroupMemberMetadataKey,
         client_tags=tuple((kv.key, kv.value) for kv in value.client_tags))
 
 
-def target_metadata(shard: Any, offset: int, key: StreamsGroupTargetAssignmentMetadataKey,
-                    value: StreamsGroupTargetAssignmentMetadataValue | None) -> None:
-    group = _group(shard, key.group_id, create=value is not None)
-    if group is None:
-        return
-    group.assignment_epoch = -1 if value is None else value.assignment_epoch
-    group.assignment_timestamp = 0 if value is None else value.timestamp
-
-
-def target_member(shard: Any, offset: int, key: StreamsGroupTargetAssignmentMemberKey,
-                  value: StreamsGroupTargetAssignmentMemberValue | None) -> None:
-    group = _group(shard, key.group_id, create=value is not None)
-    if group is None:
-        return
+def _current_assignment(group: StreamsGroup, key: Any, value: Any) -> None:
     if value is None:
-        group.target.pop(key.member_id, None)
-        return
-    group.target[key.member_id] = TasksTuple(_tasks(value.active_tasks),
-                                             _tasks(value.standby_tasks),
-                                             _tasks(value.warmup_tasks))
-
-
-def current_assignment(shard: Any, offset: int, key: StreamsGroupCurrentMemberAssignmentKey,
-                       value: StreamsGroupCurrentMemberAssignmentValue | None) -> None:
-    group = _group(shard, key.group_id, create=value is not None)
-    if group is None or value is None:
         return  # the member itself goes with its metadata tombstone
     old = group.members.get(key.member_id) or StreamsGroupMember(key.member_id)
     try:
@@ -135,11 +80,17 @@ def current_assignment(shard: Any, offset: int, key: StreamsGroupCurrentMemberAs
             _epochs(value.active_tasks_pending_revocation, epoch)))
 
 
-def topology(shard: Any, offset: int, key: StreamsGroupTopologyKey,
-             value: StreamsGroupTopologyValue | None) -> None:
-    group = _group(shard, key.group_id, create=value is not None)
-    if group is None:
-        return
+def _topology(group: StreamsGroup, key: Any, value: Any) -> None:
     group.topology = None if value is None else Topology.from_record(value)
     group.configured = None
     group.metadata_expired = True
+
+
+group_metadata = modern_replay.group_metadata(StreamsGroup, _group_metadata)
+member_metadata = modern_replay.group_record(StreamsGroup, _member_metadata)
+target_metadata = modern_replay.target_metadata(StreamsGroup, no_epoch=-1)
+target_member = modern_replay.target_member(
+    StreamsGroup, lambda group, key, value: TasksTuple(
+        _tasks(value.active_tasks), _tasks(value.standby_tasks), _tasks(value.warmup_tasks)))
+current_assignment = modern_replay.group_record(StreamsGroup, _current_assignment)
+topology = modern_replay.group_record(StreamsGroup, _topology)

@@ -20,6 +20,7 @@ from coordinator.groups.common.offload import (
     install_result,
     start_run_effect,
 )
+from coordinator.groups.modern.target import changed_targets, interval_passed
 from coordinator.observability import sensors
 from coordinator.observability.logs import get_logger
 from coordinator.runtime import Result
@@ -43,8 +44,7 @@ IN_FLIGHT_DETAIL = "Assignment delayed due to an in-flight assignment computatio
 def interval_allows(group: StreamsGroup, now_ms: int, interval_ms: int) -> bool:
     """Kafka's ``canComputeNextTargetAssignment``: no target time known yet, the escape hatch
     interval 0, or the interval since the last computation has passed."""
-    last = group.assignment_timestamp
-    return last <= 0 or interval_ms == 0 or now_ms >= last + interval_ms
+    return interval_ms == 0 or interval_passed(group.assignment_timestamp, now_ms, interval_ms)
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,20 +81,9 @@ def to_tasks(member_tasks: MemberTasks) -> TasksTuple:
 
 def target_records(group: StreamsGroup, changed: Sequence[tuple[str, MemberTasks]],
                    members: Mapping[str, Any]) -> tuple[dict[str, TasksTuple], list[Record]]:
-    """The new targets of the members still in ``members`` (one that left meanwhile loses
-    its share) and their records."""
-    gid = group.group_id
-    new: dict[str, TasksTuple] = {}
-    out: list[Record] = []
-    for member_id, member_tasks in changed:
-        if member_id not in members:
-            continue
-        tasks = to_tasks(member_tasks)
-        new[member_id] = tasks
-        old = group.target.get(member_id)
-        if old is None or not old.same_tasks(tasks):
-            out.append(records.target_member(gid, member_id, tasks))
-    return new, out
+    """The new targets of the members still in ``members`` and their records."""
+    return changed_targets(group, changed, members, to_tasks,
+                           lambda old, new: old.same_tasks(new), records.target_member)
 
 
 def compute_inline(group: StreamsGroup, prepared: PreparedTaskJob,

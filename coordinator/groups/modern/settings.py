@@ -1,0 +1,52 @@
+"""A group's effective settings: each field the group overrides (its ``<type>.*`` group
+configs, ``common.group_configs``) takes the override, the others the broker's
+``group.<type>.*`` config. One resolution for every group type; each type names its fields."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+S = TypeVar("S")
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """The effective settings every modern group type has; each type's ``GroupSettings``
+    adds its own."""
+
+    session_timeout_ms: int
+    heartbeat_interval_ms: int
+    assignment_interval_ms: int
+    assignor_offload: bool
+
+
+def broker_configs(config: Any, kind: str) -> dict[str, Any]:
+    """The ``group.<kind>.*`` broker configs every modern group type has, by field name (a
+    type's ``<Type>GroupSettings.from_config`` adds its own)."""
+    prefix = f"group.{kind}."
+    return {
+        "session_timeout_ms": config[prefix + "session.timeout.ms"],
+        "heartbeat_interval_ms": config[prefix + "heartbeat.interval.ms"],
+        "max_size": config[prefix + "max.size"],
+        "assignment_interval_ms": config[prefix + "assignment.interval.ms"],
+        "assignor_offload": config[prefix + "assignor.offload.enable"],
+    }
+
+
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def effective(cls: type[S], own: Any, broker: Any) -> S:
+    """``cls`` (a dataclass) with each field the group's override ``own`` has (not None), else
+    the broker's; a field the broker has no config for is the group's alone."""
+    values = {}
+    names = _FIELDS.get(cls)
+    if names is None:
+        names = _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(cls))  # type: ignore[arg-type]
+    for name in names:
+        value = getattr(own, name)
+        values[name] = getattr(broker, name) if value is None and hasattr(broker, name) \
+            else value
+    return cls(**values)
