@@ -84,7 +84,8 @@ def test_a_first_request_gets_an_instance_id_and_its_subscription() -> None:
 def test_a_client_matched_by_nothing_is_asked_for_nothing() -> None:
     clock = Clock()
     t = telemetry(clock, metrics="")
-    store(t.subscriptions, "only-java", {"metrics": "*", "match": "client_software_name=apache-kafka-java"})
+    store(t.subscriptions, "only-java",
+          {"metrics": "*", "match": "client_software_name=apache-kafka-java"})
     t.note_software(CONN, "librdkafka", "2.16.0")
     answer = t.get_subscriptions(None, CONN, "app")
     assert answer.metrics == () and answer.interval_ms == 300000
