@@ -104,6 +104,8 @@ class App:
             config["telemetry.staleness.ms"], clock.now_ms,
             lambda: [p.shard for p in runtime_partitions if p.shard is not None])
         telemetry.attach(self.broker, self.telemetry)
+        self.client_events = self.telemetry.events.events
+        """Client metrics of a group for its timeline (``observability.timeline``)."""
         self.executor = BackgroundExecutor.from_config(config)
         self.offloader = ExecutorOffloader(self.executor, self.runtime)
         consumers = consumer_env.ConsumerGroupEnv(

@@ -119,23 +119,19 @@ async def _group_configs(ctx: RequestContext, request: Any, resource: Any) -> li
 
 
 def _client_metrics_configs(ctx: RequestContext, request: Any, resource: Any) -> list[Any]:
-    """A client-metrics subscription's three configs: those set (DYNAMIC_CLIENT_METRICS_CONFIG),
-    else Kafka's defaults."""
+    """The configs set on a client-metrics subscription, as Kafka's ConfigHelper gives them:
+    only those set (CLIENT_METRICS_CONFIG), none for a name that has none."""
     if not resource.resource_name:
-        raise ResourceError(ErrorCode.invalid_request, "Subscription name can't be empty")
+        raise ResourceError(ErrorCode.invalid_request,
+                            "Client metrics subscription name must not be empty")
     stored = telemetry.of(ctx.broker).subscriptions.stored(resource.resource_name)
-    entries = []
-    for definition in _wanted(subscriptions.DEFINITIONS, resource.configuration_keys):
-        if definition.name in stored:
-            value, source = stored[definition.name], DYNAMIC_CLIENT_METRICS_CONFIG
-        else:
-            value, source = definition.render(definition.default), DEFAULT_CONFIG
-        entries.append(_entry(ctx, request, definition, value, source, read_only=False))
-    return entries
+    return [_entry(ctx, request, definition, stored[definition.name], CLIENT_METRICS_CONFIG,
+                   read_only=False)
+            for definition in subscriptions.DEFINITIONS if definition.name in stored]
 
 
 BROKER_LOGGER, CLIENT_METRICS = 8, 16
-DYNAMIC_CLIENT_METRICS_CONFIG = 9
+CLIENT_METRICS_CONFIG = 7
 _AUTHORIZED_ON: dict[int, tuple[ResourceType, ErrorCode]] = {
     # Kafka's ConfigHelper: what each config resource is authorized against
     BROKER: (ResourceType.CLUSTER, ErrorCode.cluster_authorization_failed),

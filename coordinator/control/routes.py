@@ -8,6 +8,7 @@
 | ``DELETE /faults``, ``DELETE /faults/<id>`` | remove every rule, or one |
 | ``POST /groups/<group>/rebalance`` | force a new target assignment (``rebalance.py``) |
 | ``GET /timeline?group=G`` | the rebalance timeline (``coordinator.observability.timeline``) |
+| ``GET /clients[?group=G]`` | clients pushing telemetry, their latest metrics (``telemetry``) |
 
 Errors are ``{"error": "..."}`` with 400 (bad JSON, a rule refused), 404 (no such route, rule,
 group or member), 405 (another method) or 503 (the event loop did not answer in time). Handlers
@@ -25,6 +26,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from coordinator import telemetry
 from coordinator.observability.logs import get_logger
 
 from . import rebalance
@@ -153,6 +155,15 @@ def timeline(control: Control, request: Request) -> Answer:
     return int(status), body
 
 
+def clients(control: Control, request: Request) -> Answer:
+    group = (request.query.get("group") or [None])[0]
+
+    async def read() -> Answer:
+        return 200, {"clients": telemetry.of(control.app.broker).clients(group)}
+
+    return control.on_loop(read)
+
+
 Handler = Callable[[Control, Request], Answer]
 
 ROUTES: tuple[tuple[str, re.Pattern[str], Handler], ...] = (
@@ -163,6 +174,7 @@ ROUTES: tuple[tuple[str, re.Pattern[str], Handler], ...] = (
     ("DELETE", re.compile(r"/faults/(\d+)"), delete_fault),
     ("POST", re.compile(r"/groups/([^/]+)/rebalance"), force_rebalance),
     ("GET", re.compile(r"/timeline"), timeline),
+    ("GET", re.compile(r"/clients"), clients),
 )
 
 

@@ -15,6 +15,7 @@ from coordinator.observability.logs import get_logger
 from protocol import ErrorCode
 
 from . import compression, membership, payload, subscriptions
+from .events import ClientEvents
 from .instances import ClientInstance, ClientInstances, SubscriptionAnswer, TelemetryError
 from .series import SeriesStore
 from .subscriptions import Subscriptions
@@ -40,8 +41,8 @@ class ClientTelemetry:
         self.invalid_records = 0
         self._relabelled: dict[uuid.UUID, int] = {}
         self._last_log = 0.0
-        self.listeners: list[Callable[[ClientInstance, list[payload.Point]], None]] = []
-        """Called with each accepted push's points (the timeline's client events)."""
+        self.events = ClientEvents(max_clients)
+        """Client metrics for the groups' timelines."""
 
     @classmethod
     def from_config(cls, config: Any, now_ms: Callable[[], int],
@@ -83,8 +84,9 @@ class ClientTelemetry:
         instance.extra = decoded.resource
         self.series.record(instance.instance_id, instance.metadata["client_id"],
                            self._labels(instance, now), decoded.points)
-        for listener in self.listeners:
-            listener(instance, decoded.points)
+        labels = self.series.labels(instance.instance_id)
+        self.events.on_push(instance.instance_id, labels.get("group_id"),
+                            labels.get("member_id"), decoded.points, now)
 
     def _warn(self, message: str, **fields: Any) -> None:
         now = time.monotonic()
@@ -93,28 +95,28 @@ class ClientTelemetry:
             log.warning(message, **fields)
 
     def _labels(self, instance: ClientInstance, now: int) -> dict[str, str] | None:
-        """group_id and member_id, looked up at most every RELABEL_MS (None: not now)."""
+        """group_id and member_id: the payload's own (librdkafka sends both as resource
+        attributes), else looked up in the groups at most every RELABEL_MS (None: not now)."""
+        extra = instance.extra
+        group_hint = extra.get("group_id") or None
+        member_hint = extra.get("member_id") or extra.get("group_member_id") or None
+        if group_hint and member_hint:
+            return {"group_id": group_hint, "member_id": member_hint}
         if now - self._relabelled.get(instance.instance_id, -RELABEL_MS) < RELABEL_MS:
             return None
         self._relabelled[instance.instance_id] = now
-        extra = instance.extra
-        group_hint = extra.get("group_id") or extra.get("group.id")
-        member_hint = extra.get("group_member_id") or extra.get("member_id")
         found = membership.find(self.shards(), instance.metadata["client_id"],
-                                instance.metadata["client_source_address"], group_hint,
-                                member_hint)
-        labels: dict[str, str] = {}
-        if group_hint:
-            labels["group_id"] = group_hint
+                                instance.metadata["client_source_address"], group_hint)
         if found is not None:
-            labels["group_id"], labels["member_id"] = found
-        elif member_hint:
-            labels["member_id"] = member_hint
-        return labels
+            return {"group_id": found[0], "member_id": found[1]}
+        if self.series.labels(instance.instance_id).get("member_id"):
+            return None  # a member that left (its last pushes): its series keep its labels
+        return {"group_id": group_hint} if group_hint else {}
 
     def expire(self, now: int | None = None) -> None:
         for instance in self.instances.expire(self.now_ms() if now is None else now):
             self.series.forget(instance.instance_id)
+            self.events.forget(instance.instance_id)
             self._relabelled.pop(instance.instance_id, None)
 
     # --- CLIENT_METRICS config resources --------------------------------------------------
@@ -136,12 +138,15 @@ class ClientTelemetry:
         log.info("client metrics subscription altered", name=name, configs=new)
 
     # --- reads ----------------------------------------------------------------------------
-    def clients(self) -> list[dict[str, Any]]:
-        """Every client instance, as the control endpoint's ``GET /clients`` shows it."""
+    def clients(self, group: str | None = None) -> list[dict[str, Any]]:
+        """Every client instance (of ``group``'s members, if given), as the control
+        endpoint's ``GET /clients`` shows it."""
         self.expire()
         out = []
         for instance in self.instances:
             labels = self.series.labels(instance.instance_id)
+            if group is not None and labels.get("group_id") != group:
+                continue
             out.append({
                 "client_instance_id": str(instance.instance_id),
                 **{k: v for k, v in instance.metadata.items() if k != "client_instance_id"},

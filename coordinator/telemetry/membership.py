@@ -1,7 +1,7 @@
 """Which group and member a client is: read from the coordinator partitions' groups (never
-changed here). A member is this client's when its client id and host are the client's; when
-several are, the payload's own group id (librdkafka sends ``group_id``) picks among them, and
-a member id the client sent wins outright."""
+changed here), for clients whose payload does not say them: a member is this client's when its
+client id and host are the client's, and no other member's are; a group id the client sent
+narrows the search to that group."""
 
 from __future__ import annotations
 
@@ -20,8 +20,8 @@ def _host(member: Any) -> str:
     return host.lstrip("/")
 
 
-def find(shards: Iterable[Any], client_id: str, address: str, group_hint: str | None = None,
-         member_hint: str | None = None) -> tuple[str, str] | None:
+def find(shards: Iterable[Any], client_id: str, address: str, group_hint: str | None = None
+         ) -> tuple[str, str] | None:
     """(group id, member id) of the client, or None when no member is its alone."""
     found: list[tuple[str, str]] = []
     for shard in shards:
@@ -35,8 +35,6 @@ def find(shards: Iterable[Any], client_id: str, address: str, group_hint: str | 
             candidates = list(groups.items())
         for group_id, group in candidates:
             for member_id, member in _members(group):
-                if member_hint is not None and member_id == member_hint:
-                    return group_id, member_id
                 if getattr(member, "client_id", None) == client_id and _host(member) == address:
                     found.append((group_id, member_id))
     return found[0] if len(found) == 1 else None
