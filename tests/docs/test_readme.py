@@ -206,6 +206,8 @@ NOT_SERVER_CONFIGS = {
     "transactional.id": "a producer's config (transactions)",
     "transaction.timeout.ms": "a producer's config (transactions)",
     "isolation.level": "a consumer's config (`read_committed`)",
+    "interval.ms": "a CLIENT_METRICS subscription's config (KIP-714)",
+    "org.apache.kafka.consumer.coordinator.assigned.partitions": "a client metric (KIP-714)",
 }
 FILE_SUFFIXES = {"properties", "html", "md", "json", "yml", "yaml", "toml", "py", "txt", "zip"}
 CONFIG_KEY = re.compile(r"[a-z][a-z0-9]*(?:\.[a-z0-9]+)+")
