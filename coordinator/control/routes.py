@@ -156,7 +156,8 @@ def timeline(control: Control, request: Request) -> Answer:
 
 
 def clients(control: Control, request: Request) -> Answer:
-    group = (request.query.get("group") or [None])[0]
+    values = request.query.get("group")
+    group = values[0] if values else None
 
     async def read() -> Answer:
         return 200, {"clients": telemetry.of(control.app.broker).clients(group)}

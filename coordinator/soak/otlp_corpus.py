@@ -43,11 +43,13 @@ def metrics_data(rng: random.Random) -> bytes:
         for _ in range(rng.randint(0, 6)):
             metric = scope.metrics.add(name=rng.choice(_NAMES))
             kind = rng.randrange(3)
+            point: Any
             if kind == 0:
                 point = metric.gauge.data_points.add(as_double=rng.uniform(-1e9, 1e9))
             elif kind == 1:
                 metric.sum.is_monotonic = rng.random() < 0.8
-                metric.sum.aggregation_temporality = rng.randrange(3)
+                metric.sum.aggregation_temporality = metrics_pb2.AggregationTemporality.ValueType(
+                    rng.randrange(3))
                 point = metric.sum.data_points.add(as_int=rng.randint(-(2**63), 2**63 - 1))
             else:
                 point = metric.histogram.data_points.add(count=rng.randint(0, 100),

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from coordinator.config import ConfigDef
 from coordinator.config.model import ConfigType
@@ -124,7 +125,8 @@ class Subscriptions:
         self._rebuild()
 
     @classmethod
-    def from_config(cls, config: Mapping[str, object]) -> Subscriptions:
+    def from_config(cls, config: Any) -> Subscriptions:
+        """From a ``ServerConfig``'s ``telemetry.default.*`` values."""
         metrics = config["telemetry.default.metrics"]
         assert isinstance(metrics, list)
         builtin = {}

@@ -118,7 +118,8 @@ def test_a_default_consumer_pushes_metrics_labelled_by_group_and_member(
     assert not series(scrape(coordinator), name, member_id=member)
 
 
-def alter(admin: KafkaAdminClient, configs: dict[str, tuple[AlterConfigOp, str]]) -> None:
+def alter(admin: KafkaAdminClient, configs: Any) -> None:
+    """``configs``: {name: (AlterConfigOp, value)}, kafka-python's incremental form."""
     result = admin.alter_configs(
         [ConfigResource(ConfigResourceType.CLIENT_METRICS, "fetchers", configs=configs)],
         incremental=True, raise_on_unknown=False)  # Kafka describes only the configs set

@@ -44,8 +44,8 @@ def otlp(*points: tuple[str, float], monotonic: tuple[str, ...] = (),
          resource: dict[str, str] | None = None) -> bytes:
     data = metrics_pb2.MetricsData()
     rm = data.resource_metrics.add()
-    for key, value in (resource or {}).items():
-        rm.resource.attributes.append(KeyValue(key=key, value=AnyValue(string_value=value)))
+    for key, text in (resource or {}).items():
+        rm.resource.attributes.append(KeyValue(key=key, value=AnyValue(string_value=text)))
     scope = rm.scope_metrics.add()
     for name, value in points:
         metric = scope.metrics.add(name=name)
@@ -255,3 +255,41 @@ def test_kip714_names() -> None:
         "kafka_client_consumer_poll_idle_ratio_avg")
     assert payload.prometheus_name("org.apache.kafka.client.node.request-latency.max") == (
         "kafka_client_client_node_request_latency_max")
+
+
+def test_a_client_without_member_attributes_is_found_by_client_id_and_host() -> None:
+    from types import SimpleNamespace
+
+    from coordinator.telemetry import membership
+
+    def member(client_id: str, host: str) -> SimpleNamespace:
+        return SimpleNamespace(client_id=client_id, client_host=host)
+
+    shards = [SimpleNamespace(groups={
+        "a": SimpleNamespace(members={"m1": member("app", "/127.0.0.1"),
+                                      "m2": member("other", "/127.0.0.1")}),
+        "b": SimpleNamespace(members={"m3": member("twin", "/127.0.0.1")}),
+        "c": SimpleNamespace(members={"m4": member("twin", "/127.0.0.1")})})]
+    assert membership.find(shards, "app", "127.0.0.1") == ("a", "m1")
+    assert membership.find(shards, "app", "10.0.0.1") is None
+    assert membership.find(shards, "twin", "127.0.0.1") is None  # two: neither is sure
+    assert membership.find(shards, "twin", "127.0.0.1", group_hint="c") == ("c", "m4")
+
+
+def test_a_members_assignment_and_rebalances_become_timeline_events() -> None:
+    clock = Clock()
+    t = telemetry(clock)
+    a = t.get_subscriptions(None, CONN, "app")
+    assigned = "org.apache.kafka.consumer.coordinator.assigned.partitions"
+    total = "org.apache.kafka.consumer.coordinator.rebalance.latency.total"
+    resource = {"group_id": "g", "member_id": "m"}
+    for held, spent in ((2, 40), (2, 0), (3, 7)):
+        t.push(a.instance_id, a.subscription_id, False, 0,
+               otlp((assigned, held), (total, spent), monotonic=(total,), resource=resource),
+               CONN, "app")
+        clock.ms += 1000
+    events = t.events.events("g")
+    assert [(e["kind"], e.get("partitions"), e.get("rebalance_ms")) for e in events] == [
+        ("client-assigned-partitions", 2, None), ("client-rebalanced", None, 40.0),
+        ("client-assigned-partitions", 3, None), ("client-rebalanced", None, 7.0)]
+    assert {e["member"] for e in events} == {"m"} and t.events.events("other") == []
