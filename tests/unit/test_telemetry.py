@@ -30,6 +30,8 @@ from storage.records import decode_record, encode_record
 
 CONN = "127.0.0.1:50000-1"
 PREFIX = "org.apache.kafka.consumer."
+ASSIGNED = "org.apache.kafka.consumer.coordinator.assigned.partitions"
+REBALANCE_TOTAL = "org.apache.kafka.consumer.coordinator.rebalance.latency.total"
 
 
 class Clock:
@@ -186,8 +188,7 @@ def test_pushed_metrics_are_series_with_deltas_added_up() -> None:
     clock = Clock()
     t = telemetry(clock)
     a = t.get_subscriptions(None, CONN, "app")
-    total = "org.apache.kafka.consumer.coordinator.rebalance.latency.total"
-    gauge = "org.apache.kafka.consumer.coordinator.assigned.partitions"
+    total, gauge = REBALANCE_TOTAL, ASSIGNED
     for assigned in (3, 4):
         t.push(a.instance_id, a.subscription_id, False, 0,
                otlp((gauge, assigned), (total, 5), monotonic=(total,),
@@ -280,13 +281,11 @@ def test_a_members_assignment_and_rebalances_become_timeline_events() -> None:
     clock = Clock()
     t = telemetry(clock)
     a = t.get_subscriptions(None, CONN, "app")
-    assigned = "org.apache.kafka.consumer.coordinator.assigned.partitions"
-    total = "org.apache.kafka.consumer.coordinator.rebalance.latency.total"
     resource = {"group_id": "g", "member_id": "m"}
     for held, spent in ((2, 40), (2, 0), (3, 7)):
         t.push(a.instance_id, a.subscription_id, False, 0,
-               otlp((assigned, held), (total, spent), monotonic=(total,), resource=resource),
-               CONN, "app")
+               otlp((ASSIGNED, held), (REBALANCE_TOTAL, spent), monotonic=(REBALANCE_TOTAL,),
+                    resource=resource), CONN, "app")
         clock.ms += 1000
     events = t.events.events("g")
     assert [(e["kind"], e.get("partitions"), e.get("rebalance_ms")) for e in events] == [
