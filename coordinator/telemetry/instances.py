@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import uuid
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 import crc32c
@@ -108,6 +108,8 @@ class ClientInstances:
         """Requests of clients over ``telemetry.max.clients`` (a push's metrics not kept)."""
         self.throttled = 0
         self.unknown_subscription = 0
+        self.on_resubscribed: Callable[[uuid.UUID], None] = lambda _: None
+        """Called when an instance's requested metrics change (its kept series are stale)."""
 
     # --- what the connection told -------------------------------------------------------
     def note_software(self, connection_id: str, name: str | None, version: str | None) -> None:
@@ -177,6 +179,8 @@ class ClientInstances:
         elif instance.version < version:
             # Kafka makes a new instance: its request timestamps start again
             metrics, interval, sub_id = self._evaluate(instance_id, instance.metadata)
+            if metrics != instance.metrics:
+                self.on_resubscribed(instance_id)
             instance.metrics, instance.interval_ms, instance.subscription_id = (
                 metrics, interval, sub_id)
             instance.version = version

@@ -35,6 +35,7 @@ class ClientTelemetry:
         self.subscriptions = subscriptions
         self.instances = ClientInstances(subscriptions, max_bytes, max_clients, staleness_ms)
         self.series = SeriesStore()
+        self.instances.on_resubscribed = self.series.forget  # the next push says what is asked
         self.now_ms = now_ms
         self.shards = shards
         """The coordinator partitions' shards (for a client's group and member)."""

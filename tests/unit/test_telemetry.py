@@ -108,12 +108,14 @@ def test_a_subscription_change_changes_the_subscription_id_and_the_next_push_fai
     clock = Clock()
     t = telemetry(clock)
     first = t.get_subscriptions(None, CONN, "app")
-    t.push(first.instance_id, first.subscription_id, False, 0, otlp(), CONN, "app")
+    t.push(first.instance_id, first.subscription_id, False, 0, otlp((ASSIGNED, 1)), CONN, "app")
+    assert t.clients()[0]["metrics"] == {ASSIGNED: 1}
     store(t.subscriptions, "fetch", {"metrics": "org.apache.kafka.producer."})
     clock.ms += 1000
     with pytest.raises(TelemetryError) as refused:
         t.push(first.instance_id, first.subscription_id, False, 0, otlp(), CONN, "app")
     assert refused.value.code == ErrorCode.unknown_subscription_id
+    assert t.clients()[0]["metrics"] == {}  # what was pushed for the old subscription is gone
     again = t.get_subscriptions(first.instance_id, CONN, "app")  # at once: not throttled
     assert again.instance_id == first.instance_id
     assert again.subscription_id != first.subscription_id
