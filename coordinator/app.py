@@ -171,6 +171,8 @@ class App:
         self.topic_logs.start()
         # aborts timed-out transactions, completes those a restart left in doubt
         self._background.append(asyncio.create_task(write_txn_markers.of(self.broker).run()))
+        # client telemetry: stale clients' series leave /metrics
+        self._background.append(asyncio.create_task(self.telemetry.run()))
         # no garbage collection while the partitions load (see GcPauseGuard)
         self._background.append(asyncio.create_task(
             GcPauseGuard().run(self.runtime.wait_loaded())))

@@ -3,6 +3,7 @@ the wiring call. Runs on the event loop (the exporter's scrape takes the series'
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
@@ -26,6 +27,7 @@ RELABEL_MS = 5000
 DECOMPRESSED_FACTOR = 16
 """A payload may decompress to at most this many times ``telemetry.max.bytes``."""
 LOG_EVERY_S = 10.0
+EXPIRE_EVERY_MS = 1000
 
 
 class ClientTelemetry:
@@ -41,6 +43,7 @@ class ClientTelemetry:
         """The coordinator partitions' shards (for a client's group and member)."""
         self.invalid_records = 0
         self._relabelled: dict[uuid.UUID, int] = {}
+        self._expired_at = 0
         self._last_log = 0.0
         self.events = ClientEvents(max_clients)
         """Client metrics for the groups' timelines."""
@@ -59,7 +62,7 @@ class ClientTelemetry:
     def get_subscriptions(self, instance_id: uuid.UUID | None, connection_id: str,
                           client_id: str | None) -> SubscriptionAnswer:
         now = self.now_ms()
-        self.expire(now)
+        self.expire(now, force=False)
         return self.instances.get_subscriptions(instance_id, connection_id, client_id, now)
 
     def push(self, instance_id: uuid.UUID | None, sub_id: int, terminating: bool,
@@ -67,7 +70,7 @@ class ClientTelemetry:
              client_id: str | None) -> None:
         """Check and keep a push; TelemetryError with Kafka's error if it is refused."""
         now = self.now_ms()
-        self.expire(now)
+        self.expire(now, force=False)
         instance = self.instances.push(instance_id, sub_id, terminating, compression_type,
                                        len(data), connection_id, client_id, now)
         if instance is None or not data:
@@ -114,8 +117,14 @@ class ClientTelemetry:
             return None  # a member that left (its last pushes): its series keep its labels
         return {"group_id": group_hint} if group_hint else {}
 
-    def expire(self, now: int | None = None) -> None:
-        for instance in self.instances.expire(self.now_ms() if now is None else now):
+    def expire(self, now: int | None = None, force: bool = True) -> None:
+        """Forget the clients past their staleness window: on every read, and on requests at
+        most every EXPIRE_EVERY_MS (a scan of every instance)."""
+        now = self.now_ms() if now is None else now
+        if not force and now - self._expired_at < EXPIRE_EVERY_MS:
+            return
+        self._expired_at = now
+        for instance in self.instances.expire(now):
             self.series.forget(instance.instance_id)
             self.events.forget(instance.instance_id)
             self._relabelled.pop(instance.instance_id, None)
@@ -137,6 +146,13 @@ class ClientTelemetry:
             for key, value in records:
                 self.subscriptions.replay(key, value)
         log.info("client metrics subscription altered", name=name, configs=new)
+
+    async def run(self) -> None:
+        """Expire stale clients every EXPIRE_EVERY_MS, so their series leave /metrics even
+        when no other client asks anything (a task of the wiring's, on the event loop)."""
+        while True:
+            await asyncio.sleep(EXPIRE_EVERY_MS / 1000)
+            self.expire()
 
     # --- reads ----------------------------------------------------------------------------
     def clients(self, group: str | None = None) -> list[dict[str, Any]]:

@@ -113,9 +113,10 @@ def test_a_default_consumer_pushes_metrics_labelled_by_group_and_member(
     assert client["terminating"] is True  # the close pushed a last time
     assert series(scrape(coordinator), name, member_id=member)
     closed = time.monotonic()
-    coordinator.clients.wait_until_gone(client["client_instance_id"], timeout=10)
+    wait_until(lambda: not series(scrape(coordinator), name, member_id=member), 10,
+               interval=0.1, message="the closed consumer's series to go")
     assert time.monotonic() - closed >= 2.0  # the staleness window (3 s), less the push's age
-    assert not series(scrape(coordinator), name, member_id=member)
+    coordinator.clients.wait_until_gone(client["client_instance_id"], timeout=1)
 
 
 def alter(admin: KafkaAdminClient, configs: Any) -> None:
