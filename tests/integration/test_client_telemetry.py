@@ -109,8 +109,9 @@ def test_a_default_consumer_pushes_metrics_labelled_by_group_and_member(
         assert "assigned" in kinds and "client-assigned-partitions" in kinds
     finally:
         polling.close()
+    # the close pushes a last time, terminating (librdkafka gives it 300 ms to go out, so on
+    # a busy machine it may not): either way the series stay for the staleness window
     (client,) = coordinator.clients.clients()
-    assert client["terminating"] is True  # the close pushed a last time
     assert series(scrape(coordinator), name, member_id=member)
     closed = time.monotonic()
     wait_until(lambda: not series(scrape(coordinator), name, member_id=member), 10,
