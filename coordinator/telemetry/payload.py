@@ -100,6 +100,10 @@ def prometheus_name(otlp_name: str) -> str:
     """KIP-714's mapping to a Prometheus name: the ``org.apache.kafka.`` prefix dropped, dots
     and dashes to underscores, under ``kafka_client_`` (``org.apache.kafka.consumer.poll.idle.
     ratio.avg`` -> ``kafka_client_consumer_poll_idle_ratio_avg``)."""
-    name = otlp_name.removeprefix("org.apache.kafka.")
-    cleaned = "".join(c if c.isalnum() else "_" for c in name)
-    return "kafka_client_" + cleaned
+    return "kafka_client_" + prometheus_safe(otlp_name.removeprefix("org.apache.kafka."))
+
+
+def prometheus_safe(text: str) -> str:
+    """``text`` with every character Prometheus does not allow in names (all but ASCII
+    letters, digits and ``_``) as ``_``."""
+    return "".join(c if c.isascii() and (c.isalnum() or c == "_") else "_" for c in text)

@@ -17,14 +17,14 @@ from dataclasses import dataclass, field
 
 from prometheus_client.core import Metric
 
-from .payload import SUM, Point, prometheus_name
+from .payload import SUM, Point, prometheus_name, prometheus_safe
 
 MAX_SERIES_PER_CLIENT = 2000
 _RESERVED_LABELS = ("client_instance_id", "client_id", "group_id", "member_id")
 
 
 def label_name(key: str) -> str:
-    cleaned = "".join(c if c.isalnum() else "_" for c in key)
+    cleaned = prometheus_safe(key)
     if cleaned in _RESERVED_LABELS:
         return "client_" + cleaned if not cleaned.startswith("client_") else "point_" + cleaned
     return cleaned if cleaned and not cleaned[0].isdigit() else "_" + cleaned
@@ -109,6 +109,10 @@ class SeriesStore:
                     if kind == SUM:
                         prom = prom.removesuffix("_total")
                     family = families.get(prom)
+                    if family is not None and family.type != ("counter" if kind == SUM
+                                                              else "gauge"):
+                        prom = f"{prom}_{kind}"  # a gauge and a sum of one name: both kept
+                        family = families.get(prom)
                     if family is None:
                         family = families[prom] = Metric(
                             prom, f"Client metric {name} (KIP-714)",

@@ -294,3 +294,26 @@ def test_a_members_assignment_and_rebalances_become_timeline_events() -> None:
         ("client-assigned-partitions", 2, None), ("client-rebalanced", None, 40.0),
         ("client-assigned-partitions", 3, None), ("client-rebalanced", None, 7.0)]
     assert {e["member"] for e in events} == {"m"} and t.events.events("other") == []
+
+
+def test_any_metric_name_exports_a_valid_prometheus_name() -> None:
+    clock = Clock()
+    t = telemetry(clock)
+    a = t.get_subscriptions(None, CONN, "app")
+    odd = ("org.apache.kafka.consumer.é-ß.ratio", "org.apache.kafka.x", "org.apache.kafka.x.total")
+    data = metrics_pb2.MetricsData()
+    scope = data.resource_metrics.add().scope_metrics.add()
+    for name in odd[:2]:
+        metric = scope.metrics.add(name=name)
+        point = metric.gauge.data_points.add(as_double=1.0)
+        point.attributes.append(KeyValue(key="tópic.id", value=AnyValue(string_value="ü")))
+    total = scope.metrics.add(name=odd[2])
+    total.sum.is_monotonic = True
+    total.sum.data_points.add(as_int=1)
+    t.push(a.instance_id, a.subscription_id, False, 0, data.SerializeToString(), CONN, "app")
+    registry = CollectorRegistry()
+    registry.register(t.collector())
+    text = generate_latest(registry).decode()  # would raise on an invalid name
+    assert 'kafka_client_consumer_____ratio{client_id="app"' in text
+    assert 't_pic_id="ü"' in text
+    assert "# TYPE kafka_client_x gauge" in text and "kafka_client_x_sum_total" in text
