@@ -8,6 +8,7 @@ each from its control endpoint, ``GET /clients[?group=G]``::
         "org.apache.kafka.consumer.coordinator.assigned.partitions",
         lambda value: value == 3, group="orders", timeout=10)
     assert client["member_id"] in members
+    clients.assert_assignments_reported(coordinator.timeline("orders").events, within_s=2)
 
 Each client is a dict: ``client_instance_id``, ``client_id``, ``client_software_name`` and
 ``_version``, ``client_source_address`` and ``_port``, ``group_id`` and ``member_id`` (when the
@@ -20,12 +21,14 @@ standard library is used.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from .control import ControlClient
 
 Client = dict[str, Any]
+CLOCK_SLACK_MS = 50
+"""How far a client's clock may be behind the server's (they share the host in a test)."""
 
 
 class ClientMetricsError(AssertionError):
@@ -84,6 +87,43 @@ class ClientMetrics:
                 raise ClientMetricsError(f"{len(ready)} of {members} members of {group} "
                                          f"reported {name} as wanted within {timeout} s")
             time.sleep(poll)
+
+    def assert_assignments_reported(self, events: Iterable[Mapping[str, Any]],
+                                    within_s: float = 2.0) -> None:
+        """Each member's latest assignment in ``events`` (a group's timeline,
+        ``Timeline.events``: the coordinator's ``assigned`` / ``revoked`` events and the
+        clients' ``client-assigned-partitions``) was reported by the member's client, with
+        the number of partitions the coordinator gave it, at most ``within_s`` seconds after
+        the coordinator's event (client time; push intervals bound how soon it can)."""
+        owned: dict[str, tuple[int, set[tuple[str, int]]]] = {}
+        reports: dict[str, list[Mapping[str, Any]]] = {}
+        for event in sorted(events, key=lambda e: e["timestamp"]):
+            member = event.get("member")
+            if member is None:
+                continue
+            held = owned.setdefault(member, (0, set()))[1]
+            changed = {(t, p) for t, ps in event.get("partitions", {}).items() for p in ps} \
+                if isinstance(event.get("partitions"), dict) else set()
+            if event["kind"] == "assigned":
+                owned[member] = (event["timestamp"], held | changed)
+            elif event["kind"] == "revoked":
+                owned[member] = (event["timestamp"], held - changed)
+            elif event["kind"] == "client-assigned-partitions":
+                reports.setdefault(member, []).append(event)
+        late = []
+        for member, (at, held) in owned.items():
+            if not at:
+                continue
+            ok = any(r["partitions"] == len(held) and
+                     0 <= r["timestamp"] - at + CLOCK_SLACK_MS <= within_s * 1000 + CLOCK_SLACK_MS
+                     for r in reports.get(member, ()))
+            if not ok:
+                late.append((member, len(held), [(r["timestamp"] - at, r["partitions"])
+                                                 for r in reports.get(member, ())]))
+        if late:
+            raise ClientMetricsError(
+                f"members whose client did not report its assignment within {within_s} s "
+                f"(member, partitions, [(ms after the coordinator, reported)]): {late}")
 
     def wait_until_gone(self, client_instance_id: str, timeout: float = 30.0,
                         poll: float = 0.2) -> None:

@@ -105,8 +105,11 @@ def test_a_default_consumer_pushes_metrics_labelled_by_group_and_member(
         assert client["client_software_name"] == "confluent-kafka-python"
         assert client["member_id"] == member and client["last_error"] is None
         # the timeline has the client's side beside the coordinator's
-        kinds = [e["kind"] for e in coordinator.timeline("orders").events]
+        events = coordinator.timeline("orders").events
+        kinds = [e["kind"] for e in events]
         assert "assigned" in kinds and "client-assigned-partitions" in kinds
+        # its report came within two push intervals of the coordinator's assignment
+        coordinator.clients.assert_assignments_reported(events, within_s=2 * INTERVAL_MS / 1000)
     finally:
         polling.close()
     # the close pushes a last time, terminating (librdkafka gives it 300 ms to go out, so on

@@ -317,3 +317,21 @@ def test_any_metric_name_exports_a_valid_prometheus_name() -> None:
     assert 'kafka_client_consumer_____ratio{client_id="app"' in text
     assert 't_pic_id="ü"' in text
     assert "# TYPE kafka_client_x gauge" in text and "kafka_client_x_sum_total" in text
+
+
+def test_the_reported_assignment_assertion() -> None:
+    from kafka_coordinator.clients import ClientMetrics, ClientMetricsError
+
+    clients = ClientMetrics("http://127.0.0.1:1")  # no request is made
+    coordinator_side = [
+        {"timestamp": 1000, "kind": "assigned", "member": "m", "partitions": {"t": [0, 1]}},
+        {"timestamp": 5000, "kind": "revoked", "member": "m", "partitions": {"t": [1]}}]
+    reported = [{"timestamp": 1800, "kind": "client-assigned-partitions", "member": "m",
+                 "partitions": 2},
+                {"timestamp": 5900, "kind": "client-assigned-partitions", "member": "m",
+                 "partitions": 1}]
+    clients.assert_assignments_reported(coordinator_side + reported, within_s=1)
+    with pytest.raises(ClientMetricsError):
+        clients.assert_assignments_reported(coordinator_side + reported[:1], within_s=1)
+    with pytest.raises(ClientMetricsError):
+        clients.assert_assignments_reported(coordinator_side + reported, within_s=0.5)
