@@ -49,8 +49,19 @@ def _text(value: AnyValue) -> str:
     return got if isinstance(got, str) else str(got)
 
 
+MAX_ATTRIBUTES = 8
+"""Attributes kept of a data point or a resource (the first ones); longer keys, values and
+metric names are cut at MAX_TEXT characters, so what a client can make us keep is bounded."""
+MAX_TEXT = 128
+
+
 def _attributes(attributes: Iterable[KeyValue]) -> tuple[tuple[str, str], ...]:
-    return tuple(sorted((kv.key, _text(kv.value)) for kv in attributes))
+    kept = []
+    for kv in attributes:
+        if len(kept) == MAX_ATTRIBUTES:
+            break
+        kept.append((kv.key[:MAX_TEXT], _text(kv.value)[:MAX_TEXT]))
+    return tuple(sorted(kept))
 
 
 def decode(data: bytes) -> Payload:
@@ -63,7 +74,9 @@ def decode(data: bytes) -> Payload:
     resource: dict[str, str] = {}
     points: list[Point] = []
     for resource_metrics in message.resource_metrics:
-        resource.update(_attributes(resource_metrics.resource.attributes))
+        for key, value in _attributes(resource_metrics.resource.attributes):
+            if key in resource or len(resource) < MAX_ATTRIBUTES:
+                resource[key] = value
         for scope in resource_metrics.scope_metrics:
             for metric in scope.metrics:
                 points += _points(metric)
@@ -76,7 +89,7 @@ def _number(point: metrics_pb2.NumberDataPoint) -> float:
 
 def _points(metric: metrics_pb2.Metric) -> list[Point]:
     which = metric.WhichOneof("data")
-    name = metric.name
+    name = metric.name[:MAX_TEXT]
     if which == "gauge":
         return [Point(name, GAUGE, _attributes(p.attributes), _number(p),
                       time_ms=p.time_unix_nano // 1_000_000) for p in metric.gauge.data_points]
