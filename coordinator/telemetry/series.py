@@ -1,6 +1,7 @@
 """The metrics clients pushed, as Prometheus series: ``kafka_client_*`` (KIP-714's names),
 labelled with the client's instance id, client id and, where known, its group and member, then
-the data point's own attributes (at most ``payload.MAX_ATTRIBUTES`` of ``MAX_TEXT`` characters). Deltas of monotonic sums are added up into counters; gauges
+the data point's own attributes (at most ``payload.MAX_ATTRIBUTES`` of ``MAX_TEXT``
+characters). Deltas of monotonic sums are added up into counters; gauges
 keep the last value. Bounded: at most ``MAX_SERIES_PER_CLIENT`` series a client (further points
 are counted as dropped); a client's series go when its instance is forgotten.
 
