@@ -60,7 +60,9 @@ def run_bench(clients: int = 1000, connections: int = 50, interval_ms: int = 100
     overrides = {**heartbeats.server_overrides("PLAINTEXT"),
                  "metrics.listener": "http://127.0.0.1:0",
                  "telemetry.default.metrics": METRICS,
-                 "telemetry.default.interval.ms": str(interval_ms)}
+                 "telemetry.default.interval.ms": str(interval_ms),
+                 # a round's clients are gone before the next round's start
+                 "telemetry.staleness.ms": "3000"}
     with tempfile.TemporaryDirectory(prefix="bench-telemetry-") as tmp, \
             ServerProcess(Path(tmp) / "data", overrides) as server:
         server.wait_loaded(30)
@@ -71,6 +73,7 @@ def run_bench(clients: int = 1000, connections: int = 50, interval_ms: int = 100
             for phase in ("off", "on"):
                 load = None
                 if phase == "on":
+                    time.sleep(3.5)  # the last round's clients expired
                     load = telemetry_load.start(telemetry_load.LoadPlan(
                         server.bootstrap, clients, connections))
                     time.sleep(2 * interval_ms / 1000)  # every client has pushed

@@ -41,8 +41,7 @@ def decompress(compression_type: int, data: bytes, max_bytes: int) -> bytes:
             if not decompressor.eof and len(out) <= max_bytes:
                 raise CompressionError("truncated lz4 frame")
         elif compression_type == ZSTD:
-            with zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data)) as reader:
-                out = reader.read(max_bytes + 1)
+            out = _zstd(data, max_bytes)
         else:
             raise CompressionError(f"unknown compression type {compression_type}")
     except CompressionError:
@@ -52,6 +51,20 @@ def decompress(compression_type: int, data: bytes, max_bytes: int) -> bytes:
     if len(out) > max_bytes:
         raise CompressionError(f"decompressed payload larger than {max_bytes} bytes")
     return bytes(out)
+
+
+_ZSTD = zstandard.ZstdDecompressor()
+"""One decompressor for every push (they are decompressed one at a time, on the event loop)."""
+
+
+def _zstd(data: bytes, max_bytes: int) -> bytes:
+    size = zstandard.frame_content_size(data)  # what the frame says it holds, -1 unknown
+    if 0 <= size <= max_bytes:
+        return _ZSTD.decompress(data)
+    if size > max_bytes:
+        raise CompressionError(f"decompressed payload larger than {max_bytes} bytes")
+    with _ZSTD.stream_reader(io.BytesIO(data)) as reader:
+        return reader.read(max_bytes + 1)
 
 
 def _gzip(data: bytes, max_bytes: int) -> bytes:

@@ -141,8 +141,15 @@ class ClientInstances:
         return self._instances.get(instance_id)
 
     def expire(self, now_ms: int) -> list[ClientInstance]:
-        """Forget the instances past their staleness window; the ones forgotten."""
-        gone = [i for i in self._instances.values() if i.expires_ms(self.staleness_ms) <= now_ms]
+        """Forget the instances past their staleness window; the ones forgotten. Instances
+        are kept in the order of their last request and none expires sooner than
+        ``staleness_ms`` after it, so only the oldest few are looked at."""
+        gone = []
+        for instance in self._instances.values():
+            if instance.last_request_ms + self.staleness_ms > now_ms:
+                break  # it and every later one are within the window
+            if instance.expires_ms(self.staleness_ms) <= now_ms:
+                gone.append(instance)
         for instance in gone:
             del self._instances[instance.instance_id]
         return gone

@@ -3,11 +3,11 @@ package) turned into points, each named as KIP-714 names a client metric."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from google.protobuf.message import DecodeError
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from opentelemetry.proto.metrics.v1 import metrics_pb2
 
 GAUGE, SUM, HISTOGRAM = "gauge", "sum", "histogram"
@@ -55,7 +55,9 @@ metric names are cut at MAX_TEXT characters, so what a client can make us keep i
 MAX_TEXT = 128
 
 
-def _attributes(attributes: Iterable[KeyValue]) -> tuple[tuple[str, str], ...]:
+def _attributes(attributes: Any) -> tuple[tuple[str, str], ...]:
+    if not attributes:
+        return ()
     kept = []
     for kv in attributes:
         if len(kept) == MAX_ATTRIBUTES:
