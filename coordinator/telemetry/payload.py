@@ -58,7 +58,7 @@ MAX_TEXT = 128
 def _attributes(attributes: Any) -> tuple[tuple[str, str], ...]:
     if not attributes:
         return ()
-    kept = []
+    kept: list[tuple[str, str]] = []
     for kv in attributes:
         if len(kept) == MAX_ATTRIBUTES:
             break
