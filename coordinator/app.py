@@ -31,7 +31,7 @@ from coordinator.security.credentials import record as scram_record
 from coordinator.security.limits import ConnectionQuotas
 from coordinator.security.listeners import listener_security
 
-from . import topiclog
+from . import telemetry, topiclog
 from .apis import build_registry, write_txn_markers
 from .config import ServerConfig
 from .config.server_config import check_control_listener
@@ -41,6 +41,8 @@ from .observability import collector as observability
 from .observability import timeline
 from .runtime import CoordinatorRuntime
 from .server import KafkaServer
+from .telemetry import ClientTelemetry
+from .telemetry.subscriptions import Subscriptions
 from .topiclog import TopicLogs
 from .topiclog import attach as attach_topic_logs
 
@@ -64,7 +66,12 @@ class App:
         self.scram_credentials = ScramCredentials()
         credentials = self.scram_credentials
 
+        self.subscriptions = Subscriptions.from_config(config)
+        subscriptions = self.subscriptions
+
         def replay_other(key: Any, value: Any) -> None:
+            if subscriptions.replay(key, value):
+                return
             if not credentials.replay(key, value) and authorizer is not None:
                 acl_records.replay(authorizer, key, value)
 
@@ -93,6 +100,14 @@ class App:
         self.topic_logs = TopicLogs(Path(config.log_dir), image, config, clock)
         self.topic_logs.runtime = self.runtime  # the internal topics' partitions
         attach_topic_logs(self.broker, self.topic_logs)
+        runtime_partitions = self.runtime.partitions
+        self.telemetry = ClientTelemetry(
+            subscriptions, config["telemetry.max.bytes"], config["telemetry.max.clients"],
+            config["telemetry.staleness.ms"], clock.now_ms,
+            lambda: [p.shard for p in runtime_partitions if p.shard is not None])
+        telemetry.attach(self.broker, self.telemetry)
+        self.client_events = self.telemetry.events.events
+        """Client metrics of a group for its timeline (``observability.timeline``)."""
         self.executor = BackgroundExecutor.from_config(config)
         self.offloader = ExecutorOffloader(self.executor, self.runtime)
         consumers = consumer_env.ConsumerGroupEnv(
@@ -118,6 +133,7 @@ class App:
                 shard, lambda topic_id: getattr(image.topic_by_id(topic_id), "name", None)),
             log_end_offset=lambda topic, partition: topiclog.log_end_offset(self.broker, topic,
                                                                             partition))
+        self.observability.registry.prometheus.register(self.telemetry.collector())
         self.timeline = timeline.install(
             self.runtime, timeline_records.start, timeline_records.GROUP_OF,
             max_entries=config["timeline.max.events.per.group"],
@@ -157,6 +173,8 @@ class App:
         self.topic_logs.start()
         # aborts timed-out transactions, completes those a restart left in doubt
         self._background.append(asyncio.create_task(write_txn_markers.of(self.broker).run()))
+        # client telemetry: stale clients' series leave /metrics
+        self._background.append(asyncio.create_task(self.telemetry.run()))
         # no garbage collection while the partitions load (see GcPauseGuard)
         self._background.append(asyncio.create_task(
             GcPauseGuard().run(self.runtime.wait_loaded())))

@@ -45,6 +45,8 @@ BENCHES: dict[str, tuple[str, str]] = {
                   "partitions: a new group, ten joining at once, a leave"),
     "regex": ("coordinator.bench.regex", "ms to resolve regex subscriptions against 10k "
               "topics, and what it costs the event loop"),
+    "telemetry": ("coordinator.bench.telemetry", "heartbeat p99 and the server's RSS while "
+                  "1,000 clients push their metrics every second (KIP-714), against none"),
     "members": ("coordinator.bench.members", "the server's RSS with many KIP-848 members (one "
                 "group, and 100 groups), and whether it keeps answering"),
     "timeline-page": ("coordinator.bench.timeline_page", "ms for headless Chromium to draw a "

@@ -4,7 +4,8 @@
 child process on free ports; the pytest plugin (``kafka_coordinator.pytest_plugin``, registered
 through the ``pytest11`` entry point) gives tests one per test or per session. Fault injection
 (``kafka_coordinator.faults``), the HTTP control client (``kafka_coordinator.control``) and the
-rebalance timeline (``kafka_coordinator.timeline``) are imported when first used, so importing
+rebalance timeline (``kafka_coordinator.timeline``) and the clients' pushed metrics
+(``kafka_coordinator.clients``) are imported when first used, so importing
 this package needs neither pytest nor the Kafka client libraries.
 """
 
@@ -16,14 +17,17 @@ from typing import TYPE_CHECKING, Any
 from .process import Coordinator, CoordinatorError
 
 if TYPE_CHECKING:
+    from .clients import ClientMetrics
     from .control import ControlClient
     from .faults import Faults
     from .timeline import Timeline
 
-__all__ = ["ControlClient", "Coordinator", "CoordinatorError", "Faults", "Timeline"]
+__all__ = ["ClientMetrics", "ControlClient", "Coordinator", "CoordinatorError", "Faults",
+           "Timeline"]
 
-_LAZY = {"ControlClient": "control", "Faults": "faults", "Timeline": "timeline"}
-_SUBMODULES = frozenset({"control", "faults", "timeline", "pytest_plugin"})
+_LAZY = {"ClientMetrics": "clients", "ControlClient": "control", "Faults": "faults",
+         "Timeline": "timeline"}
+_SUBMODULES = frozenset({"clients", "control", "faults", "timeline", "pytest_plugin"})
 
 
 def __getattr__(name: str) -> Any:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from coordinator.testing.server_process import ServerProcess
 
 if TYPE_CHECKING:
+    from .clients import ClientMetrics
     from .control import ControlClient
     from .faults import Faults
     from .timeline import Timeline
@@ -137,6 +138,13 @@ class Coordinator:
         from .faults import Faults
 
         return Faults(self.control)
+
+    @cached_property
+    def clients(self) -> ClientMetrics:
+        """What the clients pushed (KIP-714 telemetry, ``kafka_coordinator.clients``)."""
+        from .clients import ClientMetrics
+
+        return ClientMetrics(self.control)
 
     def timeline(self, group: str) -> Timeline:
         """The rebalance timeline of ``group`` so far (``kafka_coordinator.timeline``)."""

@@ -32,11 +32,13 @@ from . import (
     end_txn,
     fetch,
     find_coordinator,
+    get_telemetry_subscriptions,
     heartbeat,
     incremental_alter_configs,
     init_producer_id,
     join_group,
     leave_group,
+    list_config_resources,
     list_groups,
     list_offsets,
     list_transactions,
@@ -45,6 +47,7 @@ from . import (
     offset_delete,
     offset_fetch,
     produce,
+    push_telemetry,
     sasl_authenticate,
     sasl_handshake,
     share_fetch,
@@ -112,6 +115,10 @@ def build_registry(legacy_versions: bool = True) -> ApiRegistry:
                       describe_share_group_offsets.handle)
     registry.register(ApiKey.ALTER_SHARE_GROUP_OFFSETS, 0, 0, alter_share_group_offsets.handle)
     registry.register(ApiKey.DELETE_SHARE_GROUP_OFFSETS, 0, 0, delete_share_group_offsets.handle)
+    registry.register(ApiKey.GET_TELEMETRY_SUBSCRIPTIONS, 0, 0,
+                      get_telemetry_subscriptions.handle)
+    registry.register(ApiKey.PUSH_TELEMETRY, 0, 0, push_telemetry.handle)
+    registry.register(ApiKey.LIST_CONFIG_RESOURCES, 0, 1, list_config_resources.handle)
     registry.register(ApiKey.SASL_HANDSHAKE, 0, 1, sasl_handshake.handle)
     registry.register(ApiKey.SASL_AUTHENTICATE, 0, 2, sasl_authenticate.handle)
     registry.register(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, 0,

@@ -6,6 +6,7 @@ import re
 import sys
 from typing import Any
 
+from coordinator import telemetry
 from protocol import ErrorCode, encode_response, make, schema
 
 from .context import RequestContext
@@ -32,6 +33,10 @@ def make_handler(registry: ApiRegistry):
             and _SOFTWARE.fullmatch(request.client_software_version or "")
         ):
             error = ErrorCode.invalid_request
+        elif ctx.version >= 3:
+            telemetry.of(ctx.broker).note_software(ctx.connection_id,
+                                                   request.client_software_name,
+                                                   request.client_software_version)
         return ctx.respond(
             error_code=error,
             api_keys=_api_keys(registry, ctx.schema.response_type),

@@ -1,4 +1,4 @@
-"""DescribeConfigs v1-v4 for the BROKER, TOPIC and GROUP resource types."""
+"""DescribeConfigs v1-v4 for the BROKER, TOPIC, GROUP and CLIENT_METRICS resource types."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import inspect
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
+from coordinator import telemetry
 from coordinator.config import ConfigDef
 from coordinator.config.definitions import TOPIC_CONFIGS
 from coordinator.config.model import ConfigType
@@ -13,6 +14,7 @@ from coordinator.groups.common import group_configs
 from coordinator.metadata.topic_names import InvalidTopicName, validate_topic_name
 from coordinator.runtime import CoordinatorError
 from coordinator.security.acl import AclOperation, ResourceType
+from coordinator.telemetry import subscriptions
 from protocol import ErrorCode
 
 from .context import RequestContext
@@ -116,7 +118,20 @@ async def _group_configs(ctx: RequestContext, request: Any, resource: Any) -> li
     return entries
 
 
+def _client_metrics_configs(ctx: RequestContext, request: Any, resource: Any) -> list[Any]:
+    """The configs set on a client-metrics subscription, as Kafka's ConfigHelper gives them:
+    only those set (CLIENT_METRICS_CONFIG), none for a name that has none."""
+    if not resource.resource_name:
+        raise ResourceError(ErrorCode.invalid_request,
+                            "Client metrics subscription name must not be empty")
+    stored = telemetry.of(ctx.broker).subscriptions.stored(resource.resource_name)
+    return [_entry(ctx, request, definition, stored[definition.name], CLIENT_METRICS_CONFIG,
+                   read_only=False)
+            for definition in subscriptions.DEFINITIONS if definition.name in stored]
+
+
 BROKER_LOGGER, CLIENT_METRICS = 8, 16
+CLIENT_METRICS_CONFIG = 7
 _AUTHORIZED_ON: dict[int, tuple[ResourceType, ErrorCode]] = {
     # Kafka's ConfigHelper: what each config resource is authorized against
     BROKER: (ResourceType.CLUSTER, ErrorCode.cluster_authorization_failed),
@@ -141,7 +156,8 @@ def config_access_denied(ctx: RequestContext, operation: AclOperation, resource_
 
 _Describe = Callable[[RequestContext, Any, Any], list[Any] | Awaitable[list[Any]]]
 _BY_TYPE: dict[int, _Describe] = {
-    BROKER: _broker_configs, TOPIC: _topic_configs, GROUP: _group_configs}
+    BROKER: _broker_configs, TOPIC: _topic_configs, GROUP: _group_configs,
+    CLIENT_METRICS: _client_metrics_configs}
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:

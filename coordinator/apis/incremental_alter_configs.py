@@ -1,4 +1,5 @@
-"""IncrementalAlterConfigs v0-v1 for the GROUP resource type (32): per-group configs.
+"""IncrementalAlterConfigs v0-v1 for the GROUP resource type (32): per-group configs, and
+CLIENT_METRICS (16, ``client_metrics_configs``).
 
 The new overrides are validated as Kafka's ``GroupConfig.validate`` does (INVALID_CONFIG with
 its message) and written as one ``GroupConfig`` record on the group's coordinator partition.
@@ -15,10 +16,11 @@ from coordinator.runtime import CoordinatorError, Result
 from coordinator.security.acl import AclOperation
 from protocol import ErrorCode
 
+from . import client_metrics_configs
 from .context import RequestContext
 from .describe_configs import config_access_denied
 
-GROUP = 32
+GROUP, CLIENT_METRICS = 32, 16
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 Op = tuple[str, int, str | None]
 
@@ -84,6 +86,9 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             code, message = denied, None
         elif resource.resource_type == GROUP:
             code, message = await _alter_group(ctx, resource, request.validate_only)
+        elif resource.resource_type == CLIENT_METRICS:
+            code, message = await client_metrics_configs.alter(ctx, resource,
+                                                               request.validate_only)
         else:
             code, message = (ErrorCode.invalid_request,
                              f"Unsupported resource type: {resource.resource_type}")

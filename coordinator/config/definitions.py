@@ -88,6 +88,23 @@ BROKER_CONFIGS: tuple[ConfigDef, ...] = (
               "Group records (and annotations) the rebalance timeline keeps per group in "
               "memory; older ones are folded into the latest record per key. 0 disables it.",
               at_least=0, importance=Importance.LOW),
+    # --- client telemetry (KIP-714) -----------------------------------------------------
+    ConfigDef("telemetry.max.bytes", INT, 1048576,
+              "The maximum size (after compression if any) of a telemetry message pushed from "
+              "a client to the broker.", at_least=1),
+    ConfigDef("telemetry.max.clients", INT, 16384,
+              "Client instances whose telemetry is kept at once (Kafka's cache size); pushes of "
+              "further clients are dropped and counted.", at_least=1, importance=Importance.LOW),
+    ConfigDef("telemetry.staleness.ms", INT, 60000,
+              "A client's pushed metrics are removed this long after its last push (or after "
+              "three of its push intervals, if longer).", at_least=1,
+              importance=Importance.LOW),
+    ConfigDef("telemetry.default.metrics", LIST, [],
+              "Metric name prefixes of a built-in client-metrics subscription named 'default', "
+              "matching every client; empty for none.", importance=Importance.LOW),
+    ConfigDef("telemetry.default.interval.ms", INT, 300000,
+              "The push interval of the built-in 'default' subscription.", at_least=100,
+              at_most=3600000, importance=Importance.LOW),
     *SECURITY_CONFIGS,
     # --- authorization (ACLs) -------------------------------------------------------------
     ConfigDef("authorizer.class.name", STRING, "",

@@ -38,6 +38,14 @@ TEST_PROFILE: Mapping[str, str] = {
         (f"group.{kind}.assignor.offload.enable", "false"),
     )},
     "group.streams.initial.rebalance.delay.ms": "0",
+    # client telemetry (KIP-714): every client pushes its consumer group coordinator
+    # (rebalances, assigned partitions, commits), fetch and poll metrics every second; a
+    # client's series go 3 s after its last push
+    "telemetry.default.metrics": "org.apache.kafka.consumer.coordinator.,"
+                                 "org.apache.kafka.consumer.fetch.manager.,"
+                                 "org.apache.kafka.consumer.poll.",
+    "telemetry.default.interval.ms": "1000",
+    "telemetry.staleness.ms": "3000",
     # no fixed ports: many servers may run side by side
     "metrics.listener": "http://127.0.0.1:0",
     "control.listener": "http://127.0.0.1:0",

@@ -8,6 +8,7 @@
 | ``DELETE /faults``, ``DELETE /faults/<id>`` | remove every rule, or one |
 | ``POST /groups/<group>/rebalance`` | force a new target assignment (``rebalance.py``) |
 | ``GET /timeline?group=G`` | the rebalance timeline (``coordinator.observability.timeline``) |
+| ``GET /clients[?group=G]`` | clients pushing telemetry, their latest metrics (``telemetry``) |
 
 The web pages (``GET /``, ``GET /groups/<group>/timeline.html``, ...) are ``pages.py``'s routes,
 which the HTTP server adds after these.
@@ -28,6 +29,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from coordinator import telemetry
 from coordinator.observability.logs import get_logger
 
 from . import rebalance
@@ -156,6 +158,16 @@ def timeline(control: Control, request: Request) -> Answer:
     return int(status), body
 
 
+def clients(control: Control, request: Request) -> Answer:
+    values = request.query.get("group")
+    group = values[0] if values else None
+
+    async def read() -> Answer:
+        return 200, {"clients": telemetry.of(control.app.broker).clients(group)}
+
+    return control.on_loop(read)
+
+
 Handler = Callable[[Control, Request], Answer]
 
 ROUTES: tuple[tuple[str, re.Pattern[str], Handler], ...] = (
@@ -166,6 +178,7 @@ ROUTES: tuple[tuple[str, re.Pattern[str], Handler], ...] = (
     ("DELETE", re.compile(r"/faults/(\d+)"), delete_fault),
     ("POST", re.compile(r"/groups/([^/]+)/rebalance"), force_rebalance),
     ("GET", re.compile(r"/timeline"), timeline),
+    ("GET", re.compile(r"/clients"), clients),
 )
 
 

@@ -15,6 +15,7 @@ from coordinator import transaction
 from coordinator.config import ServerConfig
 from storage.records import (
     AccessControlEntryKey,
+    ConfigRecordKey,
     ConsumerGroupCurrentMemberAssignmentKey,
     ConsumerGroupMemberMetadataKey,
     ConsumerGroupMetadataKey,
@@ -119,6 +120,8 @@ NOT_REPLAYED: Mapping[type, str] = {
                                  "coordinator.security.acl_records replays it",
     UserScramCredentialKey: "written to __cluster_metadata-0 (SCRAM credentials); "
                             "coordinator.security.credentials replays it",
+    ConfigRecordKey: "written to __cluster_metadata-0 (CLIENT_METRICS config resources); "
+                     "coordinator.telemetry.subscriptions replays it",
 }
 """Record types ``storage.records`` knows that no coordinator partition replays, and why."""
 

@@ -354,6 +354,11 @@ def http_timeline(app: Any, query: Mapping[str, Sequence[str]]) -> tuple[int, An
     if events is None:
         return 404, {"error": f"the coordinator has seen nothing of group {group}",
                      "group": group}
+    # what the group's clients reported (``client_events``: the wiring's, KIP-714 telemetry)
+    client_events = getattr(app, "client_events", None)
+    if client_events is not None:
+        events = sorted([*events, *client_events(group, since)],
+                        key=lambda event: event["timestamp"])
     return 200, {"group": group, "events": events}
 
 

@@ -26,7 +26,10 @@ from kio.serial._introspect import (
 
 import protocol
 from coordinator.apis import build_registry
+from protocol import ApiKey
 from protocol.legacy import LEGACY_APIS, encode_legacy_request
+
+from . import otlp_corpus
 
 __all__ = ["Served", "random_body", "random_request", "served"]
 
@@ -75,6 +78,8 @@ def random_body(rng: random.Random, api_key: int, version: int) -> Any:
     found = protocol.schema(api_key, version)
     if rng.random() < 0.15:
         return protocol.make(found.request_type)
+    if api_key == ApiKey.PUSH_TELEMETRY and rng.random() < 0.6:
+        return otlp_corpus.push_request(rng, found.request_type)  # past the checks, decoded
     body = _struct(rng, found.request_type, 0)
     try:
         protocol.encode_request(body)

@@ -13,6 +13,7 @@ from storage.records.acls import (
 )
 from storage.records.classic import GroupMetadataKey, GroupMetadataValue, MemberMetadata
 from storage.records.common import KeyValue, PartitionMetadata, TopicMetadata, TopicPartitions
+from storage.records.configs import ConfigRecordKey, ConfigRecordValue
 from storage.records.consumer import (
     ClassicMemberMetadata,
     ClassicProtocol,
@@ -114,6 +115,8 @@ __all__ = [
     "AccessControlEntryValue",
     "ClassicMemberMetadata",
     "ClassicProtocol",
+    "ConfigRecordKey",
+    "ConfigRecordValue",
     "ConsumerGroupCurrentMemberAssignmentKey",
     "ConsumerGroupCurrentMemberAssignmentValue",
     "ConsumerGroupMemberMetadataKey",

@@ -23,6 +23,7 @@ from storage.errors import RecordDecodeError, UnknownRecordTypeError
 from storage.records import (
     acls,
     classic,
+    configs,
     consumer,
     group_config,
     offsets,
@@ -49,7 +50,7 @@ class RecordType:
 def _pairs() -> list[tuple[type[Any], type[Any]]]:
     pairs: list[tuple[type[Any], type[Any]]] = []
     for module in (offsets, classic, consumer, share, streams, topics, group_config, acls,
-                   scram, transactions):
+                   scram, transactions, configs):
         for name, obj in vars(module).items():
             if name.endswith("Key") and isinstance(obj, type) and hasattr(obj, "TYPE_ID"):
                 value_cls = getattr(module, name[: -len("Key")] + "Value")

@@ -220,6 +220,8 @@ NOT_SERVER_CONFIGS = {
     "isolation.level": "a consumer's config (`read_committed`)",
     "max.poll.records": "a share consumer's config (ShareFetch MaxRecords)",
     "fetch.max.bytes": "a consumer's config (ShareFetch MaxBytes)",
+    "interval.ms": "a CLIENT_METRICS subscription's config (KIP-714)",
+    "org.apache.kafka.consumer.coordinator.assigned.partitions": "a client metric (KIP-714)",
 }
 FILE_SUFFIXES = {"properties", "html", "md", "json", "yml", "yaml", "toml", "py", "txt", "zip"}
 CONFIG_KEY = re.compile(r"[a-z][a-z0-9]*(?:\.[a-z0-9]+)+")

@@ -123,6 +123,7 @@ def test_type_ids_are_kafkas() -> None:
         1006: "UserScramCredential",  # Kafka's metadata record type 11
         1010: "TransactionLog",  # Kafka's __transaction_state record (key version 0)
         1011: "TxnOffsetCommit",  # ours: a pending transactional offset
+        1012: "ConfigRecord",  # Kafka's metadata record type 4 (CLIENT_METRICS configs)
     }
 
 

@@ -32,7 +32,8 @@ _WIDTH = {ConfigType.SHORT: 2**15 - 1, ConfigType.INT: 2**31 - 1, ConfigType.LON
 _NUMERIC = (*_WIDTH, ConfigType.DOUBLE)
 
 # Keys whose value the server never interprets: Kafka takes any string.
-FREE_FORM = {"broker.rack": "any string is a rack id (it is echoed in Metadata)"}
+FREE_FORM = {"broker.rack": "any string is a rack id (it is echoed in Metadata)",
+             "telemetry.default.metrics": "any strings are metric name prefixes (KIP-714)"}
 
 # key: (context, wrong-typed value, out-of-range value, the key the message names when not
 # the key itself). Contexts: the listener a key needs to be read, see _context().

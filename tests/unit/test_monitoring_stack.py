@@ -12,8 +12,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+from prometheus_client import CollectorRegistry
+
 from coordinator.groups import metrics_view
 from coordinator.observability import collector as observability
+from coordinator.telemetry import ClientTelemetry
+from coordinator.telemetry.subscriptions import Subscriptions
 from tests.unit.test_metrics_observability import FakeRuntime
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,11 +45,24 @@ def test_dashboard_loads_and_queries_only_exported_metrics() -> None:
     exported = exported_names()
     used = set()
     for panel in dashboard["panels"]:
+        if panel["type"] == "row":  # a heading of the panels below it
+            continue
         assert panel["targets"], panel["title"]
         for target in panel["targets"]:
             used |= set(NAME.findall(target["expr"]))
     assert used, "the dashboard queries none of our metrics"
     assert used <= exported, sorted(used - exported)
+
+
+def test_the_client_row_queries_client_metrics_and_the_telemetry_counters() -> None:
+    dashboard = json.loads(DASHBOARD.read_text())
+    exprs = " ".join(t["expr"] for p in dashboard["panels"] for t in p.get("targets", ()))
+    assert "kafka_client_consumer_coordinator_assigned_partitions" in exprs
+    registry = CollectorRegistry()
+    registry.register(ClientTelemetry(Subscriptions(), 1, 1, 1, lambda: 0).collector())
+    exported = {metric.name for metric in registry.collect()}
+    used = set(re.findall(r"kafka_server_client_metrics_[a-z_]+", exprs))
+    assert used and {name.removesuffix("_total") for name in used} <= exported
 
 
 def test_grafana_provisioning_points_at_the_dashboard_and_prometheus() -> None:
