@@ -31,6 +31,8 @@ def test_describe_log_dirs_gives_each_partitions_size(server: ServerProcess) -> 
     assert producer.flush(15) == 0
     admin = KafkaAdminClient(bootstrap_servers=server.bootstrap)
     try:
+        # a group's FindCoordinator creates __consumer_offsets, as in Kafka
+        admin.list_group_offsets(f"sizer-{uuid.uuid4().hex[:6]}")
         answer = admin.describe_log_dirs()
     finally:
         admin.close()
