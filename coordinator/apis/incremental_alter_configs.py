@@ -1,4 +1,5 @@
-"""IncrementalAlterConfigs v0-v1 for the GROUP resource type (32): per-group configs.
+"""IncrementalAlterConfigs v0-v1: GROUP resources (32), per-group configs, here; TOPIC and
+BROKER in ``resource_configs``.
 
 The new overrides are validated as Kafka's ``GroupConfig.validate`` does (INVALID_CONFIG with
 its message) and written as one ``GroupConfig`` record on the group's coordinator partition.
@@ -8,13 +9,16 @@ The group does not have to exist. Other resource types are refused with INVALID_
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 from coordinator.groups.common import group_configs
+from coordinator.metadata import topic_configs
 from coordinator.runtime import CoordinatorError, Result
 from coordinator.security.acl import AclOperation
 from protocol import ErrorCode
 
+from . import resource_configs
 from .context import RequestContext
 from .describe_configs import config_access_denied
 
@@ -84,6 +88,14 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             code, message = denied, None
         elif resource.resource_type == GROUP:
             code, message = await _alter_group(ctx, resource, request.validate_only)
+        elif resource.resource_type == resource_configs.TOPIC:
+            ops = [(c.name, int(c.config_operation), c.value) for c in resource.configs]
+            code, message = await resource_configs.alter_topic(
+                ctx, resource.resource_name,
+                partial(topic_configs.incremental, ops=ops), request.validate_only)
+        elif resource.resource_type == resource_configs.BROKER:
+            code, message = resource_configs.alter_broker(
+                ctx, resource.resource_name, [c.name for c in resource.configs])
         else:
             code, message = (ErrorCode.invalid_request,
                              f"Unsupported resource type: {resource.resource_type}")
