@@ -8,17 +8,45 @@ alteration is answered as Kafka answers one for configs it cannot update dynamic
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
 
 from coordinator.metadata import topic_configs
 from coordinator.metadata.topic_admin import TopicError, alter_topic_configs
 from coordinator.metadata.topic_names import InvalidTopicName, validate_topic_name
+from coordinator.security.acl import AclOperation
 from protocol import ErrorCode
 
 from .context import RequestContext
+from .describe_configs import config_access_denied
 
 TOPIC, BROKER = 2, 4
 Outcome = tuple[ErrorCode, str | None]
+AlterResource = Callable[[RequestContext, Any, bool], Awaitable[Outcome]]
+
+
+async def respond(ctx: RequestContext, request: Any, alter: AlterResource) -> Any:
+    """The response of AlterConfigs or IncrementalAlterConfigs: each resource authorized
+    (ALTER_CONFIGS) and then altered by ``alter(ctx, resource, validate_only)``."""
+    responses = []
+    for resource in request.resources:
+        code: ErrorCode
+        message: str | None
+        denied = config_access_denied(ctx, AclOperation.ALTER_CONFIGS, resource.resource_type,
+                                      resource.resource_name)
+        if denied is not None:
+            code, message = denied, None
+        else:
+            code, message = await alter(ctx, resource, bool(request.validate_only))
+        responses.append(ctx.nested("AlterConfigsResourceResponse", error_code=code,
+                                    error_message=message,
+                                    resource_type=resource.resource_type,
+                                    resource_name=resource.resource_name))
+    return ctx.respond(responses=tuple(responses))
+
+
+def unsupported(resource: Any) -> Outcome:
+    return ErrorCode.invalid_request, f"Unsupported resource type: {resource.resource_type}"
 
 
 async def alter_topic(ctx: RequestContext, name: str,

@@ -4,7 +4,6 @@ and synonyms, IncrementalAlterConfigs and AlterConfigs, durable across kill -9."
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -28,16 +27,7 @@ from confluent_kafka.admin import (
 )
 
 from tests.harness import ServerProcess, wait_until
-
-TIMEOUT = 10.0
-
-
-def unique(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
-
-
-def admin_for(server: ServerProcess) -> AdminClient:
-    return AdminClient({"bootstrap.servers": server.bootstrap, "socket.timeout.ms": 5000})
+from tests.integration.test_admin_confluent import TIMEOUT, admin_for, unique
 
 
 @pytest.fixture(scope="module")
