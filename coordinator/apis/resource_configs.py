@@ -8,6 +8,7 @@ alteration is answered as Kafka answers one for configs it cannot update dynamic
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -29,12 +30,15 @@ async def respond(ctx: RequestContext, request: Any, alter: AlterResource) -> An
     """The response of AlterConfigs or IncrementalAlterConfigs: each resource authorized
     (ALTER_CONFIGS) and then altered by ``alter(ctx, resource, validate_only)``."""
     responses = []
+    seen = Counter((r.resource_type, r.resource_name) for r in request.resources)
     for resource in request.resources:
         code: ErrorCode
         message: str | None
         denied = config_access_denied(ctx, AclOperation.ALTER_CONFIGS, resource.resource_type,
                                       resource.resource_name)
-        if denied is not None:
+        if seen[resource.resource_type, resource.resource_name] > 1:
+            code, message = ErrorCode.invalid_request, "Each resource must appear at most once."
+        elif denied is not None:
             code, message = denied, None
         else:
             code, message = await alter(ctx, resource, bool(request.validate_only))

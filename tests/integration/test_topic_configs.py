@@ -26,7 +26,10 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
+import protocol
+from protocol import ErrorCode
 from tests.harness import ServerProcess, wait_until
+from tests.integration.conftest import WireClient, kio_class
 from tests.integration.test_admin_confluent import TIMEOUT, admin_for, unique
 
 
@@ -138,6 +141,7 @@ def test_unknown_topic(admin: AdminClient) -> None:
     assert error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART
 
 
+@pytest.mark.filterwarnings("ignore:alter_configs has been deprecated:DeprecationWarning")
 def test_legacy_alter_configs_replaces_every_override(admin: AdminClient) -> None:
     name = new_topic(admin, {"retention.ms": "1000", "segment.bytes": "1048576"})
     resource = ConfigResource(ResourceType.TOPIC, name, set_config={"max.message.bytes": "5000"})
@@ -258,3 +262,16 @@ def test_log_append_time(shared_server: ServerProcess, admin: AdminClient) -> No
         assert abs(stamp - time.time() * 1000) < 60_000
     finally:
         consumer.close()
+
+
+def test_a_resource_named_twice_is_an_invalid_request(wire: WireClient) -> None:
+    """(Raw: both admin clients merge a resource named twice.)"""
+    request_class = kio_class("incremental_alter_configs", 1, "request",
+                              "IncrementalAlterConfigsRequest")
+    resource_class = kio_class("incremental_alter_configs", 1, "request",
+                               "AlterConfigsResource")
+    twice = [protocol.make(resource_class, resource_type=2, resource_name="t", configs=())] * 2
+    response = wire.request(protocol.make(request_class, resources=tuple(twice),
+                                          validate_only=True))
+    assert [(r.error_code, r.error_message) for r in response.responses] == [
+        (ErrorCode.invalid_request, "Each resource must appear at most once.")] * 2
