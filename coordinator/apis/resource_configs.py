@@ -13,7 +13,11 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from coordinator.metadata import topic_configs
-from coordinator.metadata.topic_admin import TopicError, alter_topic_configs
+from coordinator.metadata.topic_admin import (
+    TopicError,
+    alter_topic_configs,
+    validate_topic_configs,
+)
 from coordinator.metadata.topic_names import InvalidTopicName, validate_topic_name
 from coordinator.security.acl import AclOperation
 from protocol import ErrorCode
@@ -64,7 +68,8 @@ async def alter_topic(ctx: RequestContext, name: str,
     try:
         async with ctx.broker.metadata_log.lock:
             topic = ctx.broker.image.topic(name)
-            if topic is None:
+            if topic is None:  # as Kafka's controller: the configs are validated first
+                validate_topic_configs(compute({}))
                 return ErrorCode.unknown_topic_or_partition, f"The topic '{name}' does not exist."
             await alter_topic_configs(ctx.broker, name, compute(topic.configs), validate_only)
     except topic_configs.AlterError as exc:
