@@ -7,6 +7,7 @@ from protocol import ApiKey
 from . import (
     add_offsets_to_txn,
     add_partitions_to_txn,
+    alter_configs,
     alter_share_group_offsets,
     alter_user_scram_credentials,
     api_versions,
@@ -80,6 +81,7 @@ def build_registry(legacy_versions: bool = True) -> ApiRegistry:
     registry.register(ApiKey.DESCRIBE_CLUSTER, 0, 2, describe_cluster.handle)
     registry.register(ApiKey.DESCRIBE_CONFIGS, 1, 4, describe_configs.handle)
     registry.register(ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, 1, incremental_alter_configs.handle)
+    registry.register(ApiKey.ALTER_CONFIGS, 0, 2, alter_configs.handle)
     registry.register(ApiKey.DESCRIBE_ACLS, 1, 3, describe_acls.handle)
     registry.register(ApiKey.CREATE_ACLS, 1, 3, create_acls.handle)
     registry.register(ApiKey.DELETE_ACLS, 1, 3, delete_acls.handle)

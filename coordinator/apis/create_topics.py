@@ -9,24 +9,20 @@ from typing import Any
 
 from coordinator.config.definitions import TOPIC_CONFIGS
 from coordinator.metadata.topic_admin import TopicError, create_topic
+from coordinator.metadata.topic_configs import synonyms
 from coordinator.security.acl import AclOperation, ResourceType
 from protocol import ErrorCode
 
 from .context import RequestContext
 
-DEFAULT_CONFIG, DYNAMIC_TOPIC_CONFIG = 5, 1
-
 
 def _config_entries(ctx: RequestContext, overrides: dict[str, str]) -> tuple[Any, ...]:
     entries = []
     for definition in TOPIC_CONFIGS:
-        value: str | None
-        if definition.name in overrides:
-            value, source = overrides[definition.name], DYNAMIC_TOPIC_CONFIG
-        else:
-            value, source = definition.render(definition.default), DEFAULT_CONFIG
-        entries.append(ctx.nested("CreatableTopicConfigs", name=definition.name, value=value,
-                                  read_only=False, config_source=source, is_sensitive=False))
+        head = synonyms(definition, overrides, ctx.broker.config)[0]
+        entries.append(ctx.nested("CreatableTopicConfigs", name=definition.name,
+                                  value=head.value, read_only=False,
+                                  config_source=int(head.source), is_sensitive=False))
     return tuple(entries)
 
 

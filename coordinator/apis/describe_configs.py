@@ -11,6 +11,7 @@ from coordinator.config import ConfigDef
 from coordinator.config.definitions import TOPIC_CONFIGS
 from coordinator.config.model import ConfigType
 from coordinator.groups.common import group_configs
+from coordinator.metadata import topic_configs
 from coordinator.metadata.topic_names import InvalidTopicName, validate_topic_name
 from coordinator.runtime import CoordinatorError
 from coordinator.security.acl import AclOperation, ResourceType
@@ -31,11 +32,14 @@ class ResourceError(Exception):
 
 
 def _entry(ctx: RequestContext, request: Any, definition: ConfigDef, value: str | None,
-           source: int, read_only: bool) -> Any:
+           source: int, read_only: bool,
+           chain: tuple[topic_configs.Synonym, ...] | None = None) -> Any:
     synonyms: tuple[Any, ...] = ()
     if request.include_synonyms:
-        synonyms = (ctx.nested("DescribeConfigsSynonym", name=definition.name, value=value,
-                               source=source),)
+        chain = chain or (topic_configs.Synonym(definition.name, value,
+                                                topic_configs.ConfigSource(source)),)
+        synonyms = tuple(ctx.nested("DescribeConfigsSynonym", name=s.name, value=s.value,
+                                    source=int(s.source)) for s in chain)
     return ctx.nested(
         "DescribeConfigsResourceResult", name=definition.name, value=value, read_only=read_only,
         config_source=source, is_sensitive=definition.type is ConfigType.PASSWORD,
@@ -81,12 +85,9 @@ def _topic_configs(ctx: RequestContext, request: Any, resource: Any) -> list[Any
                             f"The topic '{resource.resource_name}' does not exist.")
     entries = []
     for definition in _wanted(TOPIC_CONFIGS, resource.configuration_keys):
-        value: str | None
-        if definition.name in topic.configs:
-            value, source = topic.configs[definition.name], DYNAMIC_TOPIC_CONFIG
-        else:
-            value, source = definition.render(definition.default), DEFAULT_CONFIG
-        entries.append(_entry(ctx, request, definition, value, source, read_only=False))
+        chain = tuple(topic_configs.synonyms(definition, topic.configs, ctx.broker.config))
+        entries.append(_entry(ctx, request, definition, chain[0].value, chain[0].source,
+                              read_only=False, chain=chain))
     return entries
 
 

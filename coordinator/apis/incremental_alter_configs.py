@@ -1,5 +1,5 @@
-"""IncrementalAlterConfigs v0-v1 for the GROUP resource type (32): per-group configs, and
-CLIENT_METRICS (16, ``client_metrics_configs``).
+"""IncrementalAlterConfigs v0-v1: GROUP resources (32), per-group configs, here; TOPIC and
+BROKER in ``resource_configs``; CLIENT_METRICS (16) in ``client_metrics_configs``.
 
 The new overrides are validated as Kafka's ``GroupConfig.validate`` does (INVALID_CONFIG with
 its message) and written as one ``GroupConfig`` record on the group's coordinator partition.
@@ -9,16 +9,16 @@ The group does not have to exist. Other resource types are refused with INVALID_
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 from coordinator.groups.common import group_configs
+from coordinator.metadata import topic_configs
 from coordinator.runtime import CoordinatorError, Result
-from coordinator.security.acl import AclOperation
 from protocol import ErrorCode
 
-from . import client_metrics_configs
+from . import client_metrics_configs, resource_configs
 from .context import RequestContext
-from .describe_configs import config_access_denied
 
 GROUP, CLIENT_METRICS = 32, 16
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
@@ -75,25 +75,22 @@ async def _alter_group(ctx: RequestContext, resource: Any, validate_only: bool
     return ErrorCode.none, None
 
 
+async def _alter(ctx: RequestContext, resource: Any, validate_only: bool
+                 ) -> resource_configs.Outcome:
+    if resource.resource_type == GROUP:
+        return await _alter_group(ctx, resource, validate_only)
+    if resource.resource_type == resource_configs.TOPIC:
+        ops = [(c.name, int(c.config_operation), c.value) for c in resource.configs]
+        return await resource_configs.alter_topic(
+            ctx, resource.resource_name, partial(topic_configs.incremental, ops=ops),
+            validate_only)
+    if resource.resource_type == CLIENT_METRICS:
+        return await client_metrics_configs.alter(ctx, resource, validate_only)
+    if resource.resource_type == resource_configs.BROKER:
+        return resource_configs.alter_broker(ctx, resource.resource_name,
+                                             [c.name for c in resource.configs])
+    return resource_configs.unsupported(resource)
+
+
 async def handle(ctx: RequestContext, request: Any) -> Any:
-    responses = []
-    for resource in request.resources:
-        code: ErrorCode
-        message: str | None
-        denied = config_access_denied(ctx, AclOperation.ALTER_CONFIGS, resource.resource_type,
-                                      resource.resource_name)
-        if denied is not None:
-            code, message = denied, None
-        elif resource.resource_type == GROUP:
-            code, message = await _alter_group(ctx, resource, request.validate_only)
-        elif resource.resource_type == CLIENT_METRICS:
-            code, message = await client_metrics_configs.alter(ctx, resource,
-                                                               request.validate_only)
-        else:
-            code, message = (ErrorCode.invalid_request,
-                             f"Unsupported resource type: {resource.resource_type}")
-        responses.append(ctx.nested("AlterConfigsResourceResponse", error_code=code,
-                                    error_message=message,
-                                    resource_type=resource.resource_type,
-                                    resource_name=resource.resource_name))
-    return ctx.respond(responses=tuple(responses))
+    return await resource_configs.respond(ctx, request, _alter)

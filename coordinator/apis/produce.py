@@ -20,6 +20,7 @@ from protocol import ErrorCode
 from . import txn_common
 from .context import RequestContext
 
+IN_SYNC_REPLICAS = 1  # this node is every partition's only replica
 log = get_logger("coordinator.apis.produce")
 
 _UTC = datetime.UTC
@@ -109,9 +110,18 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                          transactional_id=txn_id, error=error.name)
                 partitions.append(_partition(ctx, index, error))
                 continue
+            config = logs.log_config(topic)
+            if acks == -1 and config.min_insync_replicas > IN_SYNC_REPLICAS:
+                partitions.append(_partition(
+                    ctx, index, ErrorCode.not_enough_replicas,
+                    message=f"The size of the current ISR : {IN_SYNC_REPLICAS} is insufficient "
+                    f"to satisfy the min.isr requirement of {config.min_insync_replicas} for "
+                    f"partition {name}-{index}, live replica(s) broker.id are : "
+                    f"Set({ctx.broker.node_id})"))
+                continue
             try:
-                result = plog.append(records, logs.log_config(topic),
-                                     logs.now_ms(), allow_zstd=ctx.version >= 7)
+                result = plog.append(records, config, logs.now_ms(),
+                                     allow_zstd=ctx.version >= 7)
             except BatchError as exc:
                 log.info("produce refused", topic=name, partition=index,
                          error=exc.code.name, reason=exc.message, client_id=ctx.header.client_id)

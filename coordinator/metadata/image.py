@@ -115,6 +115,13 @@ class MetadataImage:
         self._publish(TopicChange(ChangeKind.PARTITIONS_ADDED, topic, previous))
         return topic
 
+    def set_configs(self, name: str, configs: Mapping[str, str]) -> TopicImage:
+        """Replace a topic's config overrides. Not published: the data plane reads a topic's
+        configs on each append and retention pass, and groups do not depend on them."""
+        topic = replace(self._by_name[name], configs=dict(configs))
+        self._put(topic)
+        return topic
+
     def _put(self, topic: TopicImage) -> None:
         self._by_name[topic.name] = topic
         self._by_id[topic.topic_id] = topic

@@ -76,5 +76,8 @@ def _apply(image: MetadataImage, key: TopicMetadataKey, value: TopicMetadataValu
         return
     if existing is None:
         image.create_topic(key.name, value.num_partitions, value.configs, value.topic_id)
-    elif existing.partitions < value.num_partitions:
+        return
+    if existing.partitions < value.num_partitions:
         image.add_partitions(key.name, value.num_partitions)
+    if dict(existing.configs) != dict(value.configs):
+        image.set_configs(key.name, value.configs)

@@ -192,3 +192,20 @@ async def delete_topic(broker: Broker, name: str) -> TopicImage:
     await _persist(broker, topic, deleted=True)
     log.info("topic deleted", topic=name, topic_id=str(topic.topic_id))
     return broker.image.delete_topic(name)
+
+
+async def alter_topic_configs(broker: Broker, name: str, configs: Mapping[str, str | None],
+                              validate_only: bool = False) -> dict[str, str]:
+    """Replace a topic's config overrides (validated) durably in the metadata log; returns
+    the stored overrides. The caller holds the metadata log's lock."""
+    topic = broker.image.topic(name)
+    if topic is None:
+        raise TopicError(ErrorCode.unknown_topic_or_partition,
+                         f"The topic '{name}' does not exist.")
+    stored = validate_topic_configs(configs)
+    if validate_only or stored == dict(topic.configs):
+        return stored
+    await _persist(broker, TopicImage(name, topic.topic_id, topic.partitions, stored), False)
+    broker.image.set_configs(name, stored)
+    log.info("topic configs altered", topic=name, configs=stored)
+    return stored

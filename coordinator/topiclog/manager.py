@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from coordinator.config import ServerConfig
-from coordinator.config.definitions import TOPIC_CONFIGS_BY_NAME
 from coordinator.metadata.image import ChangeKind, MetadataImage, TopicChange, TopicImage
+from coordinator.metadata.topic_configs import effective
 from coordinator.metadata.topic_names import INTERNAL_TOPICS
 from coordinator.observability.logs import get_logger
 from coordinator.runtime.clock import Clock, SystemClock
@@ -39,11 +39,6 @@ log = get_logger("coordinator.topiclog")
 
 PARTITIONS_PER_TURN = 100  # a pass over every partition yields to the loop this often (~1 ms)
 _PARTITION_DIR_RE = re.compile(r"^(.+)-(\d+)$")
-
-
-def _topic_setting(topic: TopicImage, name: str, default: Any) -> Any:
-    value = topic.configs.get(name)
-    return default if value is None else TOPIC_CONFIGS_BY_NAME[name].parse(value)
 
 
 class TopicLogs:
@@ -133,15 +128,16 @@ class TopicLogs:
         return {p: plog.log_end_offset for (t, p), plog in self._logs.items() if t == topic}
 
     def log_config(self, topic: TopicImage) -> LogConfig:
-        config = self.config
+        def setting(name: str) -> Any:
+            return effective(name, topic.configs, self.config)
+
         return LogConfig(
-            segment_bytes=_topic_setting(topic, "segment.bytes", config["log.segment.bytes"]),
-            retention_ms=_topic_setting(topic, "retention.ms", config["log.retention.ms"]),
-            retention_bytes=_topic_setting(topic, "retention.bytes", -1),
-            log_append_time=_topic_setting(topic, "message.timestamp.type", "CreateTime")
-            == "LogAppendTime",
-            max_message_bytes=_topic_setting(topic, "max.message.bytes",
-                                             config["message.max.bytes"]),
+            segment_bytes=setting("segment.bytes"),
+            retention_ms=setting("retention.ms"),
+            retention_bytes=setting("retention.bytes"),
+            log_append_time=setting("message.timestamp.type") == "LogAppendTime",
+            max_message_bytes=setting("max.message.bytes"),
+            min_insync_replicas=setting("min.insync.replicas"),
         )
 
     # ------------------------------------------------------------------ appends and waiters

@@ -72,6 +72,7 @@ class LogConfig:
     retention_bytes: int = -1
     log_append_time: bool = False
     max_message_bytes: int = 1048588
+    min_insync_replicas: int = 1
 
 
 @dataclass(frozen=True, slots=True)
