@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -198,7 +199,30 @@ class ServerProcess:
             return sum(1 for event in self.events if event.get("event") == name)
 
 
+_EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+_LOWEST_PORT = 10_000
+
+
 def free_port() -> int:
+    """A port free on 127.0.0.1 now, for a process that must be told its port before it binds.
+
+    It is picked at random below the kernel's ephemeral range (where ``bind`` to port 0 and
+    outgoing connections take theirs), so the servers and clients of tests running in parallel
+    processes cannot take it in the meantime; another ``free_port`` would have to draw the same
+    number. Where that range is unknown, the kernel picks one."""
+    try:
+        low = int(_EPHEMERAL_RANGE.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 0
+    if low - _LOWEST_PORT >= 1_000:
+        for _ in range(100):
+            port = random.randrange(_LOWEST_PORT, low)
+            with socket.socket() as sock:
+                try:
+                    sock.bind(("127.0.0.1", port))
+                except OSError:
+                    continue
+                return port
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
