@@ -5,7 +5,8 @@ it is a work unit of its own and runs on whichever worker is free. The tests of 
 use a module-, class- or session-scoped fixture of ours (a module's shared server, the
 pipeline's Spark session and stores, the plugin's session server) are one work unit, so the
 module runs on one worker, starts that fixture once as in a serial run, and runs its tests in
-their file's order.
+their file's order; the modules that use one session-scoped fixture (the Spark session) are one
+unit too.
 
 Each worker collects the whole suite; the first one writes each test's unit to a file the
 controller gave it (``workerinput``), and the controller's scheduler (a ``LoadScopeScheduling``
@@ -32,36 +33,64 @@ session-scoped ``tmp_path_factory``)."""
 UNITS_FILE = "suite_units_file"
 """The ``workerinput`` key naming where a worker writes the units it collected."""
 _DIRECTORY = pytest.StashKey[Path]()
+_SESSION = "session fixture "
 
 
-def shared_fixtures(item: pytest.Item) -> list[str]:
-    """The names of the non-function-scoped fixtures of ours that ``item`` uses."""
+def shared_fixtures(item: pytest.Item) -> dict[str, str]:
+    """The non-function-scoped fixtures of ours that ``item`` uses, with their scopes."""
     info = getattr(item, "_fixtureinfo", None)
     if info is None:
-        return []
-    shared = []
+        return {}
+    shared = {}
     for name, definitions in info.name2fixturedefs.items():
         if not definitions:
             continue
         definition = definitions[-1]
         module = getattr(definition.func, "__module__", "") or ""
         if definition.scope != "function" and module.startswith(_OURS):
-            shared.append(name)
+            shared[name] = definition.scope
     return shared
 
 
-def unit_of(item: pytest.Item) -> str:
-    """The work unit of ``item``: its module's path, or its own id."""
-    return item.nodeid.split("::", 1)[0] if shared_fixtures(item) else item.nodeid
+def units_of(items: list[pytest.Item]) -> dict[str, str]:
+    """Each test's work unit: its own id, or, for a test using a shared fixture, its module's
+    path; modules that use the same session-scoped fixture are one unit (named after the first
+    of them), so that fixture is made once."""
+    parent: dict[str, str] = {}
+
+    def find(key: str) -> str:
+        parent.setdefault(key, key)
+        while parent[key] != key:
+            parent[key] = parent[parent[key]]
+            key = parent[key]
+        return key
+
+    modules: dict[str, str] = {}
+    for item in items:
+        shared = shared_fixtures(item)
+        if not shared:
+            continue
+        module = modules[item.nodeid] = item.nodeid.split("::", 1)[0]
+        for name, scope in shared.items():
+            if scope != "session":
+                continue
+            ours, theirs = find(module), find(f"{_SESSION}{name}")
+            if theirs.startswith(_SESSION):
+                parent[theirs] = ours  # a unit is named after a module
+            elif ours != theirs:
+                parent[max(ours, theirs)] = min(ours, theirs)
+    return {item.nodeid: find(modules[item.nodeid]) if item.nodeid in modules else item.nodeid
+            for item in items}
 
 
 def order_units(items: list[pytest.Item]) -> dict[str, str]:
     """Sort ``items`` unit by unit (each unit's tests together, in their order): units with a
-    slow test first, then module units (the larger first), then single tests; return each
-    test's unit."""
+    slow test first, then units of several tests (the larger first), then single tests; return
+    each test's unit."""
+    unit_of = units_of(items)
     units: dict[str, list[pytest.Item]] = {}
     for item in items:
-        units.setdefault(unit_of(item), []).append(item)
+        units.setdefault(unit_of[item.nodeid], []).append(item)
 
     def rank(entry: tuple[int, tuple[str, list[pytest.Item]]]) -> tuple[int, int, int]:
         position, (_, members) = entry
@@ -70,7 +99,7 @@ def order_units(items: list[pytest.Item]) -> dict[str, str]:
 
     ordered = sorted(enumerate(units.items()), key=rank)
     items[:] = [item for _, (_, members) in ordered for item in members]
-    return {item.nodeid: unit for _, (unit, members) in ordered for item in members}
+    return unit_of
 
 
 # --- in a worker -----------------------------------------------------------------------------
@@ -110,8 +139,8 @@ def make_scheduler(config: pytest.Config, log: Any) -> Any:
         return None
     from xdist.scheduler import LoadScopeScheduling
 
-    class UnitScheduling(LoadScopeScheduling):  # type: ignore[misc]
-        """Work units are :func:`unit_of`'s, in the order the workers collected them."""
+    class UnitScheduling(LoadScopeScheduling):
+        """Work units are :func:`units_of`'s, in the order the workers collected them."""
 
         units: dict[str, str] | None = None
 
