@@ -55,6 +55,7 @@ class ServerProcess:
         self.lines: list[str] = []
         self.events: list[dict[str, Any]] = []
         self._lock = threading.Lock()
+        self._drainer: threading.Thread | None = None
         self.port: int = 0
 
     # --- lifecycle ---------------------------------------------------------------------------
@@ -68,7 +69,8 @@ class ServerProcess:
             self.events.clear()
         self.proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.PIPE, text=True)
-        threading.Thread(target=self._drain, args=(self.proc,), daemon=True).start()
+        self._drainer = threading.Thread(target=self._drain, args=(self.proc,), daemon=True)
+        self._drainer.start()
         wait_until(lambda: self.event("started") or self._exited(), timeout,
                    message="the server to start")
         if self._exited():
@@ -115,15 +117,26 @@ class ServerProcess:
             self.kill()
 
     def stop(self, timeout: float = 15.0) -> int:
+        """Stop it (SIGTERM) and wait for it to exit; then every line it wrote is in
+        ``events`` (its stderr is read to the end)."""
         if self.proc is None or self.proc.poll() is not None:
+            self._drained()
             return self.proc.returncode if self.proc else 0
         self.proc.send_signal(signal.SIGTERM)
-        return self.proc.wait(timeout)
+        code = self.proc.wait(timeout)
+        self._drained()
+        return code
 
     def kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait(10)
+        self._drained()
+
+    def _drained(self, timeout: float = 10.0) -> None:
+        """Wait until the exited server's stderr has been read to its end."""
+        if self._drainer is not None and self.proc is not None and self.proc.poll() is not None:
+            self._drainer.join(timeout)
 
     def restart(self, timeout: float = 20.0) -> ServerProcess:
         """Kill the server (SIGKILL: no shutdown, what the page cache holds stays) and start it
