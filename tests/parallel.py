@@ -36,8 +36,9 @@ _DIRECTORY = pytest.StashKey[Path]()
 _SESSION = "session fixture "
 
 
-def shared_fixtures(item: pytest.Item) -> dict[str, str]:
-    """The non-function-scoped fixtures of ours that ``item`` uses, with their scopes."""
+def shared_fixtures(item: pytest.Item, ours: tuple[str, ...] = _OURS) -> dict[str, str]:
+    """The non-function-scoped fixtures that ``item`` uses, with their scopes, of those defined
+    in modules whose names start with one of ``ours``."""
     info = getattr(item, "_fixtureinfo", None)
     if info is None:
         return {}
@@ -47,12 +48,12 @@ def shared_fixtures(item: pytest.Item) -> dict[str, str]:
             continue
         definition = definitions[-1]
         module = getattr(definition.func, "__module__", "") or ""
-        if definition.scope != "function" and module.startswith(_OURS):
+        if definition.scope != "function" and module.startswith(ours):
             shared[name] = definition.scope
     return shared
 
 
-def units_of(items: list[pytest.Item]) -> dict[str, str]:
+def units_of(items: list[pytest.Item], ours: tuple[str, ...] = _OURS) -> dict[str, str]:
     """Each test's work unit: its own id, or, for a test using a shared fixture, its module's
     path; modules that use the same session-scoped fixture are one unit (named after the first
     of them), so that fixture is made once."""
@@ -67,27 +68,27 @@ def units_of(items: list[pytest.Item]) -> dict[str, str]:
 
     modules: dict[str, str] = {}
     for item in items:
-        shared = shared_fixtures(item)
+        shared = shared_fixtures(item, ours)
         if not shared:
             continue
         module = modules[item.nodeid] = item.nodeid.split("::", 1)[0]
         for name, scope in shared.items():
             if scope != "session":
                 continue
-            ours, theirs = find(module), find(f"{_SESSION}{name}")
-            if theirs.startswith(_SESSION):
-                parent[theirs] = ours  # a unit is named after a module
-            elif ours != theirs:
-                parent[max(ours, theirs)] = min(ours, theirs)
+            mine, its = find(module), find(f"{_SESSION}{name}")
+            if its.startswith(_SESSION):
+                parent[its] = mine  # a unit is named after a module
+            elif mine != its:
+                parent[max(mine, its)] = min(mine, its)
     return {item.nodeid: find(modules[item.nodeid]) if item.nodeid in modules else item.nodeid
             for item in items}
 
 
-def order_units(items: list[pytest.Item]) -> dict[str, str]:
+def order_units(items: list[pytest.Item], ours: tuple[str, ...] = _OURS) -> dict[str, str]:
     """Sort ``items`` unit by unit (each unit's tests together, in their order): units with a
     slow test first, then units of several tests (the larger first), then single tests; return
     each test's unit."""
-    unit_of = units_of(items)
+    unit_of = units_of(items, ours)
     units: dict[str, list[pytest.Item]] = {}
     for item in items:
         units.setdefault(unit_of[item.nodeid], []).append(item)
