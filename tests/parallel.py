@@ -59,10 +59,8 @@ def units_of(items: list[pytest.Item], ours: tuple[str, ...] = _OURS) -> dict[st
     of them), so that fixture is made once."""
     parent: dict[str, str] = {}
 
-    def find(key: str) -> str:
-        parent.setdefault(key, key)
-        while parent[key] != key:
-            parent[key] = parent[parent[key]]
+    def find(key: str) -> str:  # the unit a module or session fixture has joined
+        while parent.get(key, key) != key:
             key = parent[key]
         return key
 
