@@ -780,9 +780,20 @@ def test_initial_delay_and_interval_space_offloaded_targets(tmp_path: Path,
         for instance in later:
             instance.command("join")
         wait_settled(app, 5, 0, 30)
-        after = scrape(f"http://127.0.0.1:{port}/metrics")
         app.check()
         app.close()
+        # a run may still end after the group settled (on a slow machine): the metrics once
+        # every run the log says was installed is counted (the log line comes after the count)
+        metrics = f"http://127.0.0.1:{port}/metrics"
+
+        def counted() -> bool:
+            installed = [e for e in server.events_of("installed offloaded target assignment")
+                         if e.get("group_id") == group_id]
+            return total(scrape(metrics), "assignor_run_time_ms_count", group=group_id,
+                         assignor="sticky") == len(installed)
+
+        wait_until(counted, 10, message="the runs counted in the metrics")
+        after = scrape(metrics)
         server.stop()  # and its log read to the end: the last target's line may be on its way
         events = [e for e in server.events_of() if e.get("group_id") == group_id]
     rows = [r for r in dump(tmp_path / "data") if r["key"].get("GroupId") == group_id]
