@@ -183,7 +183,9 @@ def test_a_commit_fails_with_the_injected_error_once(server: ServerProcess, faul
     committed = commit(member, topic, 6)  # the next one goes through
     assert not isinstance(committed, Exception), committed
     assert committed[0].offset == 6 and committed[0].error is None
-    (event,) = fault_events(server, fault.id)
+    # the server's log comes through a pipe: its line may not be read yet
+    (event,) = wait_until(lambda: fault_events(server, fault.id), 10,
+                          message="the injection's log line")
     assert (event["kind"], event["api"], event["group"], event["member"],
             event["error"]) == ("error", "OffsetCommit", group, member.member_id,
                                 "REBALANCE_IN_PROGRESS")
