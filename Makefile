@@ -12,6 +12,10 @@ SUITE_STAMP := $(VENV)/.installed-suite
 # gcc (the slow/failing-disk tests build an LD_PRELOAD shim) and a headless Chromium (the
 # rebalance timeline page is tested in a real browser).
 SYSTEM_DEPS := kcat:kcat prometheus:prometheus promtool:prometheus gcc:gcc chromium:chromium
+# pytest-xdist workers (tests/parallel.py says how the tests are spread over them). The suite
+# mostly waits on servers and clients (run serially it keeps about one core of two busy), so
+# twice as many workers as the two cores of a small machine: `make test PYTEST_WORKERS=2`.
+PYTEST_WORKERS ?= 4
 
 .PHONY: run test test-fast lint typecheck bench-codec clean system-deps
 # A recipe that fails leaves no half-made target behind (a venv whose creation broke off).
@@ -51,10 +55,10 @@ run: $(SERVER_STAMP)
 test: $(SUITE_STAMP) system-deps
 	$(PY) -m ruff check .
 	$(PY) -m mypy
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(PYTEST_WORKERS)
 
 test-fast: $(SUITE_STAMP) system-deps
-	$(PY) -m pytest -q -m 'not slow'
+	$(PY) -m pytest -q -n $(PYTEST_WORKERS) -m 'not slow'
 
 lint: $(SUITE_STAMP)
 	$(PY) -m ruff check .

@@ -2,14 +2,35 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from tests import parallel
 from tests.harness import ServerProcess
 
 # tests/plugin/ and tests/docs/ run throwaway projects with pytester; pytest allows
 # pytest_plugins only in the top-level conftest
 pytest_plugins = ["pytester"]
+
+
+# pytest-xdist (`make test` runs `pytest -n N`): how the tests are spread over its workers
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    parallel.collected(config, items)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    parallel.configure_node(node)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    return parallel.make_scheduler(config, log)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    parallel.unconfigure(config)
 
 
 @pytest.fixture

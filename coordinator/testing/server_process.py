@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -54,6 +55,7 @@ class ServerProcess:
         self.lines: list[str] = []
         self.events: list[dict[str, Any]] = []
         self._lock = threading.Lock()
+        self._drainer: threading.Thread | None = None
         self.port: int = 0
 
     # --- lifecycle ---------------------------------------------------------------------------
@@ -67,7 +69,8 @@ class ServerProcess:
             self.events.clear()
         self.proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.PIPE, text=True)
-        threading.Thread(target=self._drain, args=(self.proc,), daemon=True).start()
+        self._drainer = threading.Thread(target=self._drain, args=(self.proc,), daemon=True)
+        self._drainer.start()
         wait_until(lambda: self.event("started") or self._exited(), timeout,
                    message="the server to start")
         if self._exited():
@@ -114,15 +117,26 @@ class ServerProcess:
             self.kill()
 
     def stop(self, timeout: float = 15.0) -> int:
+        """Stop it (SIGTERM) and wait for it to exit; then every line it wrote is in
+        ``events`` (its stderr is read to the end)."""
         if self.proc is None or self.proc.poll() is not None:
+            self._drained()
             return self.proc.returncode if self.proc else 0
         self.proc.send_signal(signal.SIGTERM)
-        return self.proc.wait(timeout)
+        code = self.proc.wait(timeout)
+        self._drained()
+        return code
 
     def kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait(10)
+        self._drained()
+
+    def _drained(self, timeout: float = 10.0) -> None:
+        """Wait until the exited server's stderr has been read to its end."""
+        if self._drainer is not None and self.proc is not None and self.proc.poll() is not None:
+            self._drainer.join(timeout)
 
     def restart(self, timeout: float = 20.0) -> ServerProcess:
         """Kill the server (SIGKILL: no shutdown, what the page cache holds stays) and start it
@@ -198,7 +212,30 @@ class ServerProcess:
             return sum(1 for event in self.events if event.get("event") == name)
 
 
+_EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+_LOWEST_PORT = 10_000
+
+
 def free_port() -> int:
+    """A port free on 127.0.0.1 now, for a process that must be told its port before it binds.
+
+    It is picked at random below the kernel's ephemeral range (where ``bind`` to port 0 and
+    outgoing connections take theirs), so the servers and clients of tests running in parallel
+    processes cannot take it in the meantime; another ``free_port`` would have to draw the same
+    number. Where that range is unknown, the kernel picks one."""
+    try:
+        low = int(_EPHEMERAL_RANGE.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 0
+    if low - _LOWEST_PORT >= 1_000:
+        for _ in range(100):
+            port = random.randrange(_LOWEST_PORT, low)
+            with socket.socket() as sock:
+                try:
+                    sock.bind(("127.0.0.1", port))
+                except OSError:
+                    continue
+                return port
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])

@@ -32,7 +32,8 @@ the lines of several members can be merged in time order), ``event``, ``member``
 ``epoch`` and the owned ``active`` / ``standby`` / ``warmup`` tasks (``[subtopology,
 partition]`` pairs), plus per event: ``tasks`` (assign/revoke/lost: what changed), ``statuses``
 (``[code, detail]``), ``assignment`` (the task lists of the response, when present),
-``endpoint_epoch``, ``endpoints`` (``PartitionsByUserEndpoint``, when present), ``error``.
+``endpoint_epoch``, ``endpoints`` (``PartitionsByUserEndpoint``, when present), ``error``,
+``sent_at`` (heartbeat: when its request was sent, on the same clock as ``t``).
 
 Run: ``python -m tests.integration.streams_member --bootstrap HOST:PORT --group APP
 --topology JSON [--member-id ID] [--process-id ID] [--endpoint HOST:PORT] ...``. The topology
@@ -373,6 +374,7 @@ class StreamsMember:
         request = self._request()
         sent = {role: self.owned[role] for role in ROLES} if request.active_tasks is not None \
             else None
+        sent_at = time.monotonic()
         response = self._send(request)
         check_heartbeat_response(response, self.member_id)
         code = int(response.error_code)
@@ -411,7 +413,7 @@ class StreamsMember:
                  "standby": [[tp.topic, list(tp.partitions)] for tp in e.standby_partitions]}
                 for e in response.partitions_by_user_endpoint]
         statuses = [[int(s.status_code), s.status_detail] for s in response.status]
-        self.emit("heartbeat", statuses=statuses, assignment=received,
+        self.emit("heartbeat", sent_at=sent_at, statuses=statuses, assignment=received,
                   endpoint_epoch=self.endpoint_epoch, endpoints=endpoints,
                   interval_ms=round(self.interval_s * 1000))
         if self.leave_on_shutdown and any(c == SHUTDOWN_APPLICATION for c, _ in statuses):

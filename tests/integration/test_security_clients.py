@@ -127,6 +127,10 @@ def test_kafka_python_consumer_group_over_sasl_plaintext_scram_sha_256(
             consumer.poll(timeout_ms=200)
         partition = KpTopicPartition(TOPIC, 0)
         assert consumer.assignment() == {partition}
+        # the committed offset it fetches for its position may still be on its way when a
+        # poll returns (a busy machine): kafka-python's committed() would answer with that
+        # fetch, sent before the commit below, so wait for the position first
+        assert consumer.position(partition, timeout_ms=10000) == 0
         consumer.commit({partition: OffsetAndMetadata(9, "", -1)})
         assert consumer.committed(partition) == 9
     finally:

@@ -423,7 +423,13 @@ def test_share_targets_are_batched_and_computed_in_the_background(servers: Serve
                    message="six members sharing the four partitions")
         samples = scrape(f"http://127.0.0.1:{port}/metrics")
         rows = [r for r in dump(servers.log_dir) if r["key"].get("GroupId") == GROUP]
-        events = [e for e in list(server.events) if e.get("group_id") == GROUP]
+        written = {r["value"]["AssignmentEpoch"] for r in rows
+                   if r["type"] == "ShareGroupTargetAssignmentMetadata" and r["value"]}
+        # the server's log lines come through a pipe: wait for those of the targets written
+        wait_until(lambda: written <= {e.get("assignment_epoch") for e in server.events_of(
+                       "installed offloaded target assignment")}, 10,
+                   message="the log lines of the targets written")
+        events = [e for e in server.events_of() if e.get("group_id") == GROUP]
     finally:
         close_all(workers)
 

@@ -780,11 +780,22 @@ def test_initial_delay_and_interval_space_offloaded_targets(tmp_path: Path,
         for instance in later:
             instance.command("join")
         wait_settled(app, 5, 0, 30)
-        after = scrape(f"http://127.0.0.1:{port}/metrics")
-        events = [e for e in list(server.events) if e.get("group_id") == group_id]
         app.check()
         app.close()
-        server.stop()
+        # a run may still end after the group settled (on a slow machine): the metrics once
+        # every run the log says was installed is counted (the log line comes after the count)
+        metrics = f"http://127.0.0.1:{port}/metrics"
+
+        def counted() -> bool:
+            installed = [e for e in server.events_of("installed offloaded target assignment")
+                         if e.get("group_id") == group_id]
+            return total(scrape(metrics), "assignor_run_time_ms_count", group=group_id,
+                         assignor="sticky") == len(installed)
+
+        wait_until(counted, 10, message="the runs counted in the metrics")
+        after = scrape(metrics)
+        server.stop()  # and its log read to the end: the last target's line may be on its way
+        events = [e for e in server.events_of() if e.get("group_id") == group_id]
     rows = [r for r in dump(tmp_path / "data") if r["key"].get("GroupId") == group_id]
 
     joins = [r for r in rows if r["type"] == "StreamsGroupMemberMetadata" and r["value"]]
@@ -815,8 +826,9 @@ def test_initial_delay_and_interval_space_offloaded_targets(tmp_path: Path,
     assert (ASSIGNMENT_DELAYED, INITIAL_DELAY_DETAIL) in first.statuses()
     assert any((ASSIGNMENT_DELAYED, INTERVAL_DETAIL) in app.instances[n].statuses()
                for n in "de")
-    # no task before the initial delay (from the join that made the group) ended
-    joined_at = min(i.heartbeats()[0]["t"] for i in app.instances.values())
+    # no task before the initial delay (from the join that made the group) ended: the join
+    # reached the server after it was sent (its answer may come much later on a busy machine)
+    joined_at = min(i.heartbeats()[0]["sent_at"] for i in app.instances.values())
     assigned_at = min(t for i in app.instances.values()
                       if (t := first_time(i, lambda r: r["event"] == "assign")) is not None)
     assert assigned_at - joined_at >= delay_ms / 1000 - 0.05

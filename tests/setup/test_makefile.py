@@ -300,7 +300,7 @@ VENV = "system python -m venv .venv"
 INSTALL_SERVER = "pip install -e ."
 INSTALL_SUITE = "pip install -e .[dev,pipeline]"
 SERVE = "coordinator serve"
-CHECKS = ["ruff check .", "mypy", "pytest -q"]
+CHECKS = ["ruff check .", "mypy", "pytest -q -n 4"]
 
 
 @dataclass
@@ -389,8 +389,8 @@ def test_test_installs_the_suite_then_lints_typechecks_and_tests(project: Projec
 
 
 def test_test_fast_installs_the_suite_and_skips_slow_tests(project: Project) -> None:
-    assert project.make("test-fast") == [VENV, INSTALL_SUITE, "pytest -q -m not slow"]
-    assert project.make("test-fast") == ["pytest -q -m not slow"]
+    assert project.make("test-fast") == [VENV, INSTALL_SUITE, "pytest -q -n 4 -m not slow"]
+    assert project.make("test-fast") == ["pytest -q -n 4 -m not slow"]
 
 
 def test_run_after_test_installs_nothing(project: Project) -> None:
