@@ -116,6 +116,9 @@ class _ConsumerReplay:
         self.previous_owner: Owners | None = None
         self.previous_run_ms: int | None = None
         self.bump_ms: int | None = None
+        self.bumped_at: dict[int, int] = {}
+        """When each group epoch not yet assigned was bumped to (a target computed for an epoch
+        may be written after a later bump: an offloaded run installed late)."""
         self.members: dict[str, list[str]] = {}  # member -> subscribed topics
         self.member_epoch: dict[str, tuple[int, int]] = {}  # member -> (epoch, state)
         self.target_epoch = -1
@@ -166,6 +169,7 @@ class _ConsumerReplay:
                 for m in list(self.members):
                     self._event(m, "left", None, row)
                 self.members.clear()
+                self.bumped_at.clear()
                 self._close("empty", now)
                 self.deleted = True
                 return
@@ -175,6 +179,7 @@ class _ConsumerReplay:
                 self._close("superseded", None)
                 self.open = _Rebalance(epoch, now)
                 self.bump_ms = now
+                self.bumped_at[epoch] = now
             self.epoch = epoch
         elif kind == self.MEMBER_METADATA:
             if tomb:
@@ -229,7 +234,7 @@ class _ConsumerReplay:
             "epoch": epoch, "timestamp": finished, "record_timestamp": row["timestamp"],
             "since_previous_ms": None if self.previous_run_ms is None
             else finished - self.previous_run_ms,
-            "epoch_bump_ms": self.bump_ms,
+            "epoch_bump_ms": self.bumped_at.get(epoch, self.bump_ms),
             "members": len(self.target), "partitions": len(owners),
             "partitions_moved": 0 if self.previous_owner is None
             else moved_owners(self.previous_owner, owners),
@@ -237,6 +242,8 @@ class _ConsumerReplay:
         self.previous_owner = owners
         self.previous_run_ms = finished
         self.target_epoch = epoch
+        for assigned in [e for e in self.bumped_at if e <= epoch]:
+            del self.bumped_at[assigned]
         if self.open is not None and self.open.epoch <= epoch and self.open.target_ms is None:
             self.open.target_ms = finished
 

@@ -156,9 +156,12 @@ def streams_records(dumped: list[dict[str, Any]], kind: str) -> list[dict[str, A
 # --- the checks ------------------------------------------------------------------------------
 
 def test_every_record_is_read(job: tuple[JobResult, Path], dumped: list[dict[str, Any]]) -> None:
-    # TopicMetadata records in __cluster_metadata-0: the scenario's and the streams group's
-    # internal topics (the coordinator created them)
-    topics = len(TOPICS) + len(scenario.STREAMS_INTERNAL_TOPICS)
+    # TopicMetadata records in __cluster_metadata-0: the scenario's, the streams group's
+    # internal topics (the coordinator created them) and Kafka's internal topics that its
+    # groups used first (__consumer_offsets: a group's FindCoordinator; __share_group_state:
+    # the share group's first heartbeat)
+    kafka_internal = ("__consumer_offsets", "__share_group_state")
+    topics = len(TOPICS) + len(scenario.STREAMS_INTERNAL_TOPICS) + len(kafka_internal)
     assert job[0].records == len(dumped) + topics
     # the share group consumed: share-partition state records are read too
     types = {r["type"] for r in dumped}
