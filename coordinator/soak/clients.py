@@ -149,9 +149,14 @@ def consume(bootstrap: str, topic: str, group: str, protocol: str, member: str,
         consumer.close()
 
 
+JOIN_WAIT_S = 10.0
+"""How long a churning member waits for its first assignment before it leaves anyway."""
+
+
 def churn(bootstrap: str, topic: str, group: str, name: str, seed: int, journal: Journal,
           progress: Progress, errors: Errors, stop: threading.Event) -> None:
-    """kafka-python members joining a classic group, consuming 1-4 s, committing, leaving."""
+    """kafka-python members joining a classic group (waiting for an assignment), consuming 1-4 s,
+    committing, leaving."""
     from kafka import KafkaConsumer
     from kafka.errors import KafkaError
 
@@ -172,6 +177,12 @@ def churn(bootstrap: str, topic: str, group: str, name: str, seed: int, journal:
             continue
         try:
             consumer.subscribe([topic])
+            # join first (a classic group's join waits out its initial rebalance delay, and a
+            # kill meanwhile starts it again), at most JOIN_WAIT_S, then consume for 1-4 s
+            joined_by = time.monotonic() + JOIN_WAIT_S
+            while (not consumer.assignment() and time.monotonic() < joined_by
+                   and not stop.is_set()):
+                consumer.poll(timeout_ms=100)
             until = time.monotonic() + rng.uniform(1.0, 4.0)
             while time.monotonic() < until and not stop.is_set():
                 consumer.poll(timeout_ms=100)
