@@ -67,12 +67,14 @@ def committed(bootstrap: str, group: str, topic: str, partitions: int) -> list[i
 
 @pytest.mark.slow
 def test_consume_transform_produce_is_exactly_once_across_a_rebalance_and_a_kill(
-        txn_server: ServerProcess) -> None:
+        txn_server: ServerProcess, tmp_path: Path) -> None:
     bootstrap = txn_server.bootstrap
     create_topics(bootstrap, etl_in=4, etl_out=3)
     inputs = [f"in-{n:03}" for n in range(300)]
     reader = CommittedReader(bootstrap, "etl_out", 3)
-    first = EtlWorker(bootstrap, "etl", "etl_in", "etl_out", "etl-a", hold_ms=300)
+    stay = tmp_path / "stay"
+    first = EtlWorker(bootstrap, "etl", "etl_in", "etl_out", "etl-a", hold_ms=300,
+                      stay_file=str(stay))
     second: EtlWorker | None = None
     try:
         produce_plain(bootstrap, "etl_in", inputs[:100])
@@ -83,11 +85,17 @@ def test_consume_transform_produce_is_exactly_once_across_a_rebalance_and_a_kill
         produce_plain(bootstrap, "etl_in", inputs[100:200])
         wait_until(lambda: second.seen("committed") and first.seen("committed"), timeout=20,
                    message="both instances commit transactions")
-        produce_plain(bootstrap, "etl_in", inputs[200:])
         done = len(first.seen("committed"))
+        produce_plain(bootstrap, "etl_in", inputs[200:250])
         wait_until(lambda: len(first.seen("committed")) > done, timeout=20,
                    message="the first instance commits a transaction of the last inputs")
-        first.kill()  # inside its next transaction (it holds each one open 300 ms)
+        # the first instance's next transaction (with records of these or of the last inputs,
+        # which land on its partitions too) stays open until it is killed in it
+        stay.touch()
+        produce_plain(bootstrap, "etl_in", inputs[250:])
+        wait_until(lambda: first.seen("staying"), timeout=20,
+                   message="the first instance inside a transaction")
+        first.kill()
         wait_until(lambda: any(e.get("event") == "aborting a transaction"
                                and e.get("transactional_id") == "etl-a"
                                for e in list(txn_server.events)), timeout=20,

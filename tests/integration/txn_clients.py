@@ -20,10 +20,10 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 WORKER = r'''
-import json, sys, time
+import json, os, sys, time
 from confluent_kafka import Consumer, KafkaException, Producer
 
-bootstrap, group, source, sink, transactional_id, hold_ms = sys.argv[1:7]
+bootstrap, group, source, sink, transactional_id, hold_ms, stay_file = sys.argv[1:8]
 
 
 def say(event, **fields):
@@ -49,6 +49,9 @@ while True:
         for m in records:
             producer.produce(sink, key=m.key(), value=m.value() + b"-out")
         time.sleep(int(hold_ms) / 1000)  # most of the time this worker is inside a transaction
+        if stay_file and os.path.exists(stay_file):  # the test is about to kill it in here
+            say("staying", count=len(records))
+            time.sleep(3600)
         producer.send_offsets_to_transaction(consumer.position(consumer.assignment()),
                                              consumer.consumer_group_metadata(), 30)
         producer.commit_transaction(30)
@@ -69,10 +72,12 @@ while True:
 
 class EtlWorker:
     def __init__(self, bootstrap: str, group: str, source: str, sink: str,
-                 transactional_id: str, hold_ms: int = 50) -> None:
+                 transactional_id: str, hold_ms: int = 50, stay_file: str = "") -> None:
+        """``stay_file``: once that file exists, the worker stays inside the next transaction it
+        has records for (says ``staying``) until it is killed."""
         self.proc = subprocess.Popen(
             [sys.executable, "-c", WORKER, bootstrap, group, source, sink, transactional_id,
-             str(hold_ms)],
+             str(hold_ms), stay_file],
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         self._lock = threading.Lock()
         self.events: list[dict[str, Any]] = []
