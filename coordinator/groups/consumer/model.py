@@ -126,7 +126,12 @@ class ConsumerGroup:
         self.subscription_metadata: dict[str, SubscribedTopic] = {}
         self.members: dict[str, ConsumerGroupMember] = {}
         self.static_members: dict[str, str] = {}
-        """Instance id -> member id."""
+        """Instance id -> member id: of the members that carry the instance id, the least
+        member id (after a batch, one member carries it; within a replacement's batch, the old
+        and the new), so the map does not depend on the order records are replayed in (a
+        snapshot replays them in key order)."""
+        self._instance_claims: dict[str, set[str]] = {}
+        """Instance id -> the ids of the members that carry it."""
         self.target: dict[str, Assignment] = {}
         """Target assignment by member id."""
         self.partition_owners: dict[tuple[uuid.UUID, int], str] = {}
@@ -238,13 +243,14 @@ class ConsumerGroup:
                 self._count_regex(old.subscribed_topic_regex, -1)
                 self._count_regex(member.subscribed_topic_regex, 1)
             if old.instance_id is not None and old.instance_id != member.instance_id:
-                if self.static_members.get(old.instance_id) == old.member_id:
-                    del self.static_members[old.instance_id]
+                self._unclaim(old.instance_id, old.member_id)
         else:
             self._count_topics(member.subscribed_topic_names, 1)
             self._count_regex(member.subscribed_topic_regex, 1)
         if member.instance_id is not None:
-            self.static_members[member.instance_id] = member.member_id
+            claims = self._instance_claims.setdefault(member.instance_id, set())
+            claims.add(member.member_id)
+            self.static_members[member.instance_id] = min(claims)
         self.members[member.member_id] = member
 
     def drop_member(self, member_id: str) -> None:
@@ -254,8 +260,19 @@ class ConsumerGroup:
         self.assignment_forms.forget(member_id)
         self._count_topics(old.subscribed_topic_names, -1)
         self._count_regex(old.subscribed_topic_regex, -1)
-        if old.instance_id is not None and self.static_members.get(old.instance_id) == member_id:
-            del self.static_members[old.instance_id]
+        if old.instance_id is not None:
+            self._unclaim(old.instance_id, member_id)
+
+    def _unclaim(self, instance_id: str, member_id: str) -> None:
+        claims = self._instance_claims.get(instance_id)
+        if claims is None:
+            return
+        claims.discard(member_id)
+        if claims:
+            self.static_members[instance_id] = min(claims)
+        else:
+            del self._instance_claims[instance_id]
+            self.static_members.pop(instance_id, None)
 
     def _count_topics(self, names: Iterable[str], delta: int) -> None:
         _adjust_counts(self.subscribed_topic_counts, names, delta)
