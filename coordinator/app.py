@@ -12,11 +12,13 @@ from coordinator.background.executor import BackgroundExecutor
 from coordinator.groups import metrics_view, timeline_records
 from coordinator.groups.common.offload import ExecutorOffloader
 from coordinator.groups.consumer import env as consumer_env
+from coordinator.groups.legacy_configs import LegacyConfigMigration
 from coordinator.groups.replay import new_shard
 from coordinator.groups.share import env as share_env
 from coordinator.groups.streams import env as streams_env
 from coordinator.groups.topic_changes import TopicChangeListener, refreshers
 from coordinator.metadata.broker import Broker
+from coordinator.metadata.config_resources import GROUP
 from coordinator.metadata.image import MetadataImage
 from coordinator.metadata.log import MetadataLog
 from coordinator.metadata.meta_properties import load_or_create
@@ -66,12 +68,9 @@ class App:
         self.scram_credentials = ScramCredentials()
         credentials = self.scram_credentials
 
-        self.subscriptions = Subscriptions.from_config(config)
-        subscriptions = self.subscriptions
+        self.subscriptions = Subscriptions.from_config(config, image.configs)
 
         def replay_other(key: Any, value: Any) -> None:
-            if subscriptions.replay(key, value):
-                return
             if not credentials.replay(key, value) and authorizer is not None:
                 acl_records.replay(authorizer, key, value)
 
@@ -82,15 +81,19 @@ class App:
                      super_users=sorted(authorizer.super_users),
                      allow_everyone_if_no_acl_found=authorizer.allow_everyone_if_no_acl_found)
         max_bytes = config["coordinator.log.max.bytes"]
+        group_configs = image.configs.of_type(GROUP)
         self.runtime = CoordinatorRuntime(
             Path(config.log_dir), config["offsets.topic.num.partitions"],
-            lambda partition: new_shard(partition, config), clock,
+            lambda partition: new_shard(partition, config, group_configs), clock,
             segment_bytes=config["offsets.topic.segment.bytes"],
             max_bytes=None if max_bytes < 0 else max_bytes,
             flush_interval_ms=config["coordinator.log.flush.interval.ms"],
             snapshot_max_bytes=config["coordinator.log.max.record.bytes.between.snapshots"],
             snapshot_interval_ms=config["coordinator.log.max.snapshot.interval.ms"],
             tombstone_retention_ms=config["log.cleaner.delete.retention.ms"])
+        self.config_migration = LegacyConfigMigration(self.runtime, image.configs,
+                                                      self.metadata_log)
+        """Moves an older store's group configs (1001 records) to the metadata log."""
         self.compactor = Compactor(self.runtime, clock, config["log.cleaner.backoff.ms"],
                                    config["log.cleaner.delete.retention.ms"])
         self.broker = Broker(config, cluster_id, image, self.metadata_log, self.runtime, clock,
@@ -102,7 +105,7 @@ class App:
         attach_topic_logs(self.broker, self.topic_logs)
         runtime_partitions = self.runtime.partitions
         self.telemetry = ClientTelemetry(
-            subscriptions, config["telemetry.max.bytes"], config["telemetry.max.clients"],
+            self.subscriptions, config["telemetry.max.bytes"], config["telemetry.max.clients"],
             config["telemetry.staleness.ms"], clock.now_ms,
             lambda: [p.shard for p in runtime_partitions if p.shard is not None])
         telemetry.attach(self.broker, self.telemetry)
@@ -175,6 +178,8 @@ class App:
         self._background.append(asyncio.create_task(write_txn_markers.of(self.broker).run()))
         # client telemetry: stale clients' series leave /metrics
         self._background.append(asyncio.create_task(self.telemetry.run()))
+        # an older store's group configs become cluster metadata once its partitions loaded
+        self._background.append(asyncio.create_task(self.config_migration.run()))
         # no garbage collection while the partitions load (see GcPauseGuard)
         self._background.append(asyncio.create_task(
             GcPauseGuard().run(self.runtime.wait_loaded())))

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from coordinator import telemetry
@@ -12,15 +11,15 @@ from coordinator.config.definitions import TOPIC_CONFIGS
 from coordinator.config.model import ConfigType
 from coordinator.groups.common import group_configs
 from coordinator.metadata import topic_configs
+from coordinator.metadata.config_resources import GROUP
 from coordinator.metadata.topic_names import InvalidTopicName, validate_topic_name
-from coordinator.runtime import CoordinatorError
 from coordinator.security.acl import AclOperation, ResourceType
 from coordinator.telemetry import subscriptions
 from protocol import ErrorCode
 
 from .context import RequestContext
 
-TOPIC, BROKER, GROUP = 2, 4, 32
+TOPIC, BROKER = 2, 4
 DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG, DYNAMIC_GROUP_CONFIG = 1, 4, 5, 8
 
 
@@ -91,20 +90,14 @@ def _topic_configs(ctx: RequestContext, request: Any, resource: Any) -> list[Any
     return entries
 
 
-async def _group_configs(ctx: RequestContext, request: Any, resource: Any) -> list[Any]:
-    """Every group config (kafka-python's admin client checks keys against this list): the
-    group's overrides (DYNAMIC_GROUP_CONFIG), else the default from the broker's config."""
+def _group_configs(ctx: RequestContext, request: Any, resource: Any) -> list[Any]:
+    """Every group config (kafka-python's admin client checks keys against this list), from
+    the metadata, whether the group exists or not: the group's overrides
+    (DYNAMIC_GROUP_CONFIG), else the default from the broker's config (DEFAULT_CONFIG)."""
     group_id = resource.resource_name
     if not group_id:
         raise ResourceError(ErrorCode.invalid_request, "Group id must not be empty.")
-    runtime = ctx.broker.runtime
-    try:
-        stored = await runtime.read(
-            runtime.partition_for(group_id),
-            lambda shard, now: dict(group_configs.overrides(shard, group_id)),
-            name="DescribeConfigs")
-    except CoordinatorError as exc:
-        raise ResourceError(exc.code, exc.message or exc.code.name) from None
+    stored = ctx.broker.image.configs.configs(GROUP, group_id)
     config = ctx.broker.config
     entries = []
     names = group_configs.GROUP_CONFIG_NAMES
@@ -155,7 +148,7 @@ def config_access_denied(ctx: RequestContext, operation: AclOperation, resource_
     return None if ctx.authorize(operation, acl_type, name) else error
 
 
-_Describe = Callable[[RequestContext, Any, Any], list[Any] | Awaitable[list[Any]]]
+_Describe = Callable[[RequestContext, Any, Any], list[Any]]
 _BY_TYPE: dict[int, _Describe] = {
     BROKER: _broker_configs, TOPIC: _topic_configs, GROUP: _group_configs,
     CLIENT_METRICS: _client_metrics_configs}
@@ -174,8 +167,6 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 raise ResourceError(ErrorCode.invalid_request,
                                     f"Unsupported resource type: {resource.resource_type}")
             configs = describe(ctx, request, resource)
-            if inspect.isawaitable(configs):
-                configs = await configs
         except ResourceError as exc:
             results.append(ctx.nested("DescribeConfigsResult", error_code=exc.code,
                                       error_message=exc.message,

@@ -2,59 +2,57 @@
 BROKER in ``resource_configs``; CLIENT_METRICS (16) in ``client_metrics_configs``.
 
 The new overrides are validated as Kafka's ``GroupConfig.validate`` does (INVALID_CONFIG with
-its message) and written as one ``GroupConfig`` record on the group's coordinator partition.
-The group does not have to exist. Other resource types are refused with INVALID_REQUEST.
+its message) and written as ``ConfigRecord``s of the GROUP resource to the metadata log, as
+Kafka's controller keeps them: the group does not have to exist, and its coordinator
+partition's state (loading, say) does not matter. Other resource types are refused with
+INVALID_REQUEST.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import Any
 
 from coordinator.groups.common import group_configs
 from coordinator.metadata import topic_configs
-from coordinator.runtime import CoordinatorError, Result
+from coordinator.metadata.config_resources import GROUP
+from coordinator.metadata.topic_configs import AlterError
 from protocol import ErrorCode
 
 from . import client_metrics_configs, resource_configs
 from .context import RequestContext
 
-GROUP, CLIENT_METRICS = 32, 16
+CLIENT_METRICS = 16
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 Op = tuple[str, int, str | None]
 
 
-def alter(shard: Any, group_id: str, ops: Sequence[Op], broker_config: Any,
-          validate_only: bool) -> Result:
-    """The write handler: the group's overrides after ``ops``, validated, as one record."""
-    old = dict(group_configs.overrides(shard, group_id))
+def altered(old: Mapping[str, str], ops: Sequence[Op], broker_config: Any) -> dict[str, str]:
+    """The group's overrides after ``ops``, validated (AlterError says why not)."""
     new = dict(old)
     for name, operation, value in ops:
         if name not in group_configs.GROUP_CONFIG_NAMES:
-            raise CoordinatorError(ErrorCode.invalid_config,
-                                   f"Unknown group config name: {name}")
+            raise AlterError(ErrorCode.invalid_config, f"Unknown group config name: {name}")
         if operation == SET:
             if value is None:
-                raise CoordinatorError(ErrorCode.invalid_request,
-                                       f"Null value not supported for : {name}")
+                raise AlterError(ErrorCode.invalid_request,
+                                 f"Null value not supported for : {name}")
             new[name] = value
         elif operation == DELETE:
             new.pop(name, None)
         elif operation in (APPEND, SUBTRACT):
             verb = "append" if operation == APPEND else "subtract"
-            raise CoordinatorError(ErrorCode.invalid_config,
-                                   f"Config value {verb} is not allowed for config key: {name}")
+            raise AlterError(ErrorCode.invalid_config,
+                             f"Config value {verb} is not allowed for config key: {name}")
         else:
-            raise CoordinatorError(ErrorCode.invalid_request,
-                                   f"Unknown alter config operation {operation}")
+            raise AlterError(ErrorCode.invalid_request,
+                             f"Unknown alter config operation {operation}")
     try:
         group_configs.validate(new, broker_config)
     except group_configs.GroupConfigError as exc:
-        raise CoordinatorError(ErrorCode.invalid_config, str(exc)) from None
-    if validate_only or new == old:
-        return Result()
-    return Result([group_configs.record(group_id, new)])
+        raise AlterError(ErrorCode.invalid_config, str(exc)) from None
+    return new
 
 
 async def _alter_group(ctx: RequestContext, resource: Any, validate_only: bool
@@ -63,15 +61,15 @@ async def _alter_group(ctx: RequestContext, resource: Any, validate_only: bool
     if not group_id:
         return ErrorCode.invalid_request, "Group id must not be empty."
     ops = [(c.name, int(c.config_operation), c.value) for c in resource.configs]
-    config = ctx.broker.config
-    runtime = ctx.broker.runtime
+    broker = ctx.broker
     try:
-        await runtime.write(
-            runtime.partition_for(group_id),
-            lambda shard, now: alter(shard, group_id, ops, config, validate_only),
-            name="IncrementalAlterConfigs")
-    except CoordinatorError as exc:
+        await broker.image.configs.alter(
+            broker.metadata_log, GROUP, group_id,
+            lambda old: altered(old, ops, broker.config), validate_only)
+    except AlterError as exc:
         return exc.code, exc.message
+    except OSError as exc:
+        return ErrorCode.unknown_server_error, f"Could not write the configs: {exc}"
     return ErrorCode.none, None
 
 

@@ -94,7 +94,7 @@ REPLAYED: tuple[tuple[type, Replayer], ...] = (
     (StreamsGroupTargetAssignmentMetadataKey, streams_replay.target_metadata),
     (StreamsGroupTargetAssignmentMemberKey, streams_replay.target_member),
     (StreamsGroupCurrentMemberAssignmentKey, streams_replay.current_assignment),
-    # per-group configs (all group types)
+    # per-group configs of an older store (1001), until migrated to cluster metadata
     (GroupConfigKey, group_configs.replay),
     # the transaction coordinator (Kafka's __transaction_state records, 1010)
     (TransactionLogKey, transaction.replay),
@@ -120,8 +120,8 @@ NOT_REPLAYED: Mapping[type, str] = {
                                  "coordinator.security.acl_records replays it",
     UserScramCredentialKey: "written to __cluster_metadata-0 (SCRAM credentials); "
                             "coordinator.security.credentials replays it",
-    ConfigRecordKey: "written to __cluster_metadata-0 (CLIENT_METRICS config resources); "
-                     "coordinator.telemetry.subscriptions replays it",
+    ConfigRecordKey: "written to __cluster_metadata-0 (GROUP and CLIENT_METRICS config "
+                     "resources); coordinator.metadata.config_resources replays it",
 }
 """Record types ``storage.records`` knows that no coordinator partition replays, and why."""
 
@@ -135,10 +135,12 @@ LOAD_HOOKS: tuple[LoadHook, ...] = (
 """What runs, in this order, once a partition's log is replayed."""
 
 
-def new_shard(partition: int, config: ServerConfig | None = None) -> CoordinatorShard:
+def new_shard(partition: int, config: ServerConfig | None = None,
+              group_configs: Mapping[str, Mapping[str, str]] | None = None) -> CoordinatorShard:
     """A coordinator partition's empty state, with the table above; ``config`` None means
-    Kafka's defaults."""
+    Kafka's defaults; ``group_configs``: the metadata image's GROUP config resources (None:
+    none)."""
     return CoordinatorShard(partition, replayers=REPLAYERS, load_hooks=LOAD_HOOKS,
                             classic_config=classic_config(config),
                             offsets_retention=offsets_retention(config),
-                            raw_replayers=RAW_REPLAYERS)
+                            raw_replayers=RAW_REPLAYERS, group_configs=group_configs)

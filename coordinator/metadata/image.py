@@ -1,4 +1,5 @@
-"""The metadata image: every topic, its id and partition count, and who wants to hear of changes.
+"""The metadata image: every topic, its id and partition count, and who wants to hear of changes;
+and the config resources the metadata log keeps (``configs``: GROUP and CLIENT_METRICS).
 
 It is the one place topic metadata lives. Groups subscribe to changes (a topic created or
 deleted, partitions added) to bump their epochs; the store (later) persists the same changes.
@@ -11,6 +12,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from enum import Enum
 
+from .config_resources import ConfigResources
 from .topic_names import INTERNAL_TOPICS, unify_collision_chars
 
 
@@ -56,6 +58,8 @@ class MetadataImage:
         self._by_id: dict[uuid.UUID, TopicImage] = {}
         self._unified: dict[str, str] = {}
         self._listeners: list[Listener] = []
+        self.configs = ConfigResources()
+        """The GROUP and CLIENT_METRICS config resources (their ConfigRecords replayed)."""
         for topic in topics:
             self._put(topic)
 

@@ -1,5 +1,6 @@
 """Topic metadata is records too: ``TopicMetadata`` records in ``<log.dirs>/__cluster_metadata-0``,
-with the ACL records (``AccessControlEntry``, ``RemoveAccessControlEntry``) beside them.
+with the ACL records (``AccessControlEntry``, ``RemoveAccessControlEntry``) and the GROUP and
+CLIENT_METRICS configs (``ConfigRecord``, ``config_resources``) beside them.
 
 On start the log is replayed into the metadata image, so topics survive a restart with the same
 ids. A change is written and fsynced first, then applied to the image, then answered.
@@ -34,14 +35,16 @@ class MetadataLog:
     @classmethod
     def open(cls, log_dir: str | Path, image: MetadataImage, clock: Clock,
              replay_other: Callable[[Any, Any], Any] | None = None) -> MetadataLog:
-        """Open the log and replay it into ``image``; every other record (the ACLs) goes to
-        ``replay_other``."""
+        """Open the log and replay it into ``image`` (topics and config resources); every other
+        record (the ACLs, SCRAM credentials) goes to ``replay_other``."""
         plog = PartitionLog.open(log_dir, 0, SEGMENT_BYTES, topic=METADATA_TOPIC)
         count = 0
         for _offset, _ts, key_bytes, value_bytes in plog.read():
             key, value = decode_record(key_bytes, value_bytes)
             if isinstance(key, TopicMetadataKey):
                 _apply(image, key, value)
+                count += 1
+            elif image.configs.replay(key, value):
                 count += 1
             elif replay_other is not None:
                 replay_other(key, value)

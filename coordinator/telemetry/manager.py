@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -19,7 +19,7 @@ from . import compression, membership, payload, subscriptions
 from .events import ClientEvents
 from .instances import ClientInstance, ClientInstances, SubscriptionAnswer, TelemetryError
 from .series import SeriesStore
-from .subscriptions import Subscriptions
+from .subscriptions import CLIENT_METRICS, Subscriptions
 
 log = get_logger("coordinator.telemetry")
 RELABEL_MS = 5000
@@ -135,17 +135,16 @@ class ClientTelemetry:
         """IncrementalAlterConfigs of one CLIENT_METRICS resource: validated, written as
         ConfigRecords to ``metadata_log`` (a ``MetadataLog``) and fsynced, then applied.
         SubscriptionError says why not; OSError if the records could not be written."""
-        async with metadata_log.lock:
-            old = self.subscriptions.explicit(name)
+
+        def change(old: Mapping[str, str]) -> dict[str, str]:
             new = subscriptions.altered(old, ops)
             subscriptions.validate(name, new)
-            records = subscriptions.records(name, old, new)
-            if validate_only or not records:
-                return
-            await metadata_log.write(records)
-            for key, value in records:
-                self.subscriptions.replay(key, value)
-        log.info("client metrics subscription altered", name=name, configs=new)
+            return new
+
+        new = await self.subscriptions.resources.alter(metadata_log, CLIENT_METRICS, name,
+                                                       change, validate_only)
+        if not validate_only:
+            log.info("client metrics subscription altered", name=name, configs=dict(new))
 
     async def run(self) -> None:
         """Expire stale clients every EXPIRE_EVERY_MS, so their series leave /metrics even

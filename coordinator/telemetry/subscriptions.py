@@ -6,9 +6,11 @@ one hour, default five minutes) and ``match`` (``selector=regex`` entries over a
 ``client_id``, ``client_instance_id``, ``client_software_name``, ``client_software_version``,
 ``client_source_address`` and ``client_source_port``; all must match; none matches every client).
 They are stored as Kafka's ``ConfigRecord``s (one per config; a tombstone deletes one) in
-``__cluster_metadata-0`` and replayed from there on start. The broker configs
-``telemetry.default.metrics`` / ``telemetry.default.interval.ms`` give a built-in subscription
-named ``default`` (the ``test`` profile sets one); configs stored under that name override it.
+``__cluster_metadata-0`` and replayed from there on start into the metadata image's config
+resources (``coordinator/metadata/config_resources.py``), which these subscriptions follow. The
+broker configs ``telemetry.default.metrics`` / ``telemetry.default.interval.ms`` give a built-in
+subscription named ``default`` (the ``test`` profile sets one); configs stored under that name
+override it.
 """
 
 from __future__ import annotations
@@ -20,10 +22,9 @@ from typing import Any
 
 from coordinator.config import ConfigDef
 from coordinator.config.model import ConfigType
-from storage.records import ConfigRecordKey, ConfigRecordValue
+from coordinator.metadata import config_resources
+from coordinator.metadata.config_resources import CLIENT_METRICS, ConfigRecord, ConfigResources
 
-CLIENT_METRICS = 16
-"""Kafka's ``ConfigResource.Type.CLIENT_METRICS``."""
 METRICS, INTERVAL_MS, MATCH = "metrics", "interval.ms", "match"
 ALL_METRICS = "*"
 DEFAULT_INTERVAL_MS = 5 * 60 * 1000
@@ -114,18 +115,23 @@ class Subscription:
 
 
 class Subscriptions:
-    """Every subscription: the stored configs (replayed records) over the built-in ones.
-    ``version`` grows on every change, so client instances know to re-evaluate theirs."""
+    """Every subscription: the stored configs (the CLIENT_METRICS resources of ``resources``,
+    the metadata image's) over the built-in ones. ``version`` grows on every change, so client
+    instances know to re-evaluate theirs."""
 
-    def __init__(self, builtin: Mapping[str, Mapping[str, str]] | None = None) -> None:
+    def __init__(self, builtin: Mapping[str, Mapping[str, str]] | None = None,
+                 resources: ConfigResources | None = None) -> None:
         self._builtin = {name: dict(c) for name, c in (builtin or {}).items()}
-        self._stored: dict[str, dict[str, str]] = {}
+        self.resources = ConfigResources() if resources is None else resources
+        self._stored = self.resources.of_type(CLIENT_METRICS)
+        self.resources.subscribe(self._changed)
         self.version = 0
         self._active: dict[str, Subscription] = {}
         self._rebuild()
 
     @classmethod
-    def from_config(cls, config: Any) -> Subscriptions:
+    def from_config(cls, config: Any, resources: ConfigResources | None = None
+                    ) -> Subscriptions:
         """From a ``ServerConfig``'s ``telemetry.default.*`` values."""
         metrics = config["telemetry.default.metrics"]
         assert isinstance(metrics, list)
@@ -133,7 +139,7 @@ class Subscriptions:
         if metrics:
             builtin[DEFAULT_NAME] = {METRICS: ",".join(metrics),
                                      INTERVAL_MS: str(config["telemetry.default.interval.ms"])}
-        return cls(builtin)
+        return cls(builtin, resources)
 
     def names(self) -> list[str]:
         return sorted(self._active)
@@ -151,17 +157,13 @@ class Subscriptions:
 
     def replay(self, key: object, value: object) -> bool:
         """Apply a ConfigRecord of a CLIENT_METRICS resource; False for any other record."""
-        if not isinstance(key, ConfigRecordKey) or key.resource_type != CLIENT_METRICS:
+        if getattr(key, "resource_type", None) != CLIENT_METRICS:
             return False
-        configs = self._stored.setdefault(key.resource_name, {})
-        if isinstance(value, ConfigRecordValue):
-            configs[key.name] = value.value
-        else:
-            configs.pop(key.name, None)
-            if not configs:
-                del self._stored[key.resource_name]
-        self._rebuild()
-        return True
+        return self.resources.replay(key, value)
+
+    def _changed(self, resource_type: int, _name: str) -> None:
+        if resource_type == CLIENT_METRICS:
+            self._rebuild()
 
     def _rebuild(self) -> None:
         active = {}
@@ -175,18 +177,9 @@ class Subscriptions:
         self.version += 1
 
 
-def records(name: str, old: Mapping[str, str], new: Mapping[str, str]
-            ) -> list[tuple[ConfigRecordKey, ConfigRecordValue | None]]:
-    """The ConfigRecords that turn ``old`` into ``new`` (a tombstone per deleted config)."""
-    out: list[tuple[ConfigRecordKey, ConfigRecordValue | None]] = []
-    for key in sorted({*old, *new}):
-        if key in new and old.get(key) != new[key]:
-            out.append((ConfigRecordKey(resource_type=CLIENT_METRICS, resource_name=name,
-                                        name=key), ConfigRecordValue(value=new[key])))
-        elif key not in new:
-            out.append((ConfigRecordKey(resource_type=CLIENT_METRICS, resource_name=name,
-                                        name=key), None))
-    return out
+def records(name: str, old: Mapping[str, str], new: Mapping[str, str]) -> list[ConfigRecord]:
+    """The ConfigRecords that turn subscription ``name``'s ``old`` configs into ``new``."""
+    return config_resources.records(CLIENT_METRICS, name, old, new)
 
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3

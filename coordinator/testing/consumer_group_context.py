@@ -19,8 +19,11 @@ from coordinator.groups.consumer.heartbeat import (
 )
 from coordinator.groups.consumer.model import Assignment, ConsumerGroup, ConsumerGroupMember
 from coordinator.groups.replay import new_shard
+from coordinator.metadata.config_resources import GROUP, ConfigResources
 from coordinator.runtime import CoordinatorError, Result
 from storage.records import decode_record, encode_record
+
+from .group_configs import store as store_group_configs
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +70,9 @@ class ConsumerGroupContext:
         replayed decoded again, as a load replays them; ``replay_as_written`` replays the
         objects the handler built, as the runtime does after appending them."""
         self.replay_as_written = replay_as_written
-        self.shard = new_shard(0)
+        self.group_configs = ConfigResources()
+        """The metadata's group configs the shard reads (``set_group_configs``)."""
+        self.shard = new_shard(0, group_configs=self.group_configs.of_type(GROUP))
         self.topics = Topics()
         self.offloader = ManualOffloader() if offload else None
         self.env = ConsumerGroupEnv(settings or ConsumerGroupSettings(), self.topics,
@@ -92,6 +97,11 @@ class ConsumerGroupContext:
         return self.topics.by_name[name].topic_id
 
     # --- time and records --------------------------------------------------------------------
+    def set_group_configs(self, group_id: str, configs: Mapping[str, str]) -> None:
+        """Replace the group's overrides in the metadata (what IncrementalAlterConfigs
+        writes), unvalidated."""
+        store_group_configs(self.group_configs, group_id, configs)
+
     def apply(self, result: Result) -> Any:
         for key, value in result.records:
             encoded = encode_record(key, value)

@@ -21,9 +21,12 @@ from typing import Any
 
 from coordinator.config import ServerConfig
 from coordinator.groups.replay import new_shard
+from coordinator.metadata.config_resources import GROUP, ConfigResources
 from coordinator.runtime import Pending, Result
 from coordinator.runtime.clock import ManualClock
 from storage.records import decode_record, encode_record
+
+from .group_configs import store as store_group_configs
 
 Handler = Callable[[Any, int], Result]
 
@@ -52,7 +55,9 @@ class ShardContext:
         self.clock = ManualClock(now_ms)
         self.partition = partition
         self.codec = codec
-        self.shard = new_shard(partition, self.config)
+        self.group_configs = ConfigResources()
+        """The metadata's group configs the shard reads (``set_group_configs``)."""
+        self.shard = new_shard(partition, self.config, self.group_configs.of_type(GROUP))
         self.written: list[Written] = []
         self.completed: dict[Hashable, Any] = {}  # answers given to waiting requests, by key
         self.completion_log: list[tuple[Hashable, Any]] = []  # every completion, in order
@@ -84,6 +89,17 @@ class ShardContext:
         return self.advance(time_ms - self.now)
 
     # --- events ------------------------------------------------------------------------------
+    def set_group_configs(self, group_id: str, configs: Mapping[str, str]) -> None:
+        """Replace the group's overrides in the metadata (what IncrementalAlterConfigs
+        writes), unvalidated."""
+        store_group_configs(self.group_configs, group_id, configs)
+
+    def keep_group_configs(self, before: ShardContext) -> None:
+        """The group configs of ``before`` (cluster metadata, which a coordinator's restart
+        keeps)."""
+        for group_id in before.group_configs.names(GROUP):
+            self.set_group_configs(group_id, before.group_configs.configs(GROUP, group_id))
+
     def run(self, handler: Handler) -> Any:
         """Run a write handler at the current time, as one event; returns its response
         (a ``Pending`` when the request waits)."""
@@ -141,6 +157,7 @@ class ShardContext:
         waiting requests) is gone, as after a restart."""
         other = ShardContext(self.overrides, now_ms=self.now + advance_ms,
                              partition=self.partition, codec=self.codec)
+        other.keep_group_configs(self)
         for record in self.written:
             other.shard.replay(record.offset, record.key, record.value)
             other.written.append(record)

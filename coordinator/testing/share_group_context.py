@@ -156,6 +156,7 @@ class ShareGroupContext(ShardContext):
         other = ShareGroupContext(self.env.settings, now_ms=self.now + advance_ms,
                                   overrides=self.overrides)
         other.topics, other.logs = self.topics, self.logs
+        other.keep_group_configs(self)
         other.env.topics, other.env.logs = self.topics, self.logs
         for record in self.written:
             other.shard.replay(record.offset, record.key, record.value)

@@ -50,7 +50,7 @@ from coordinator.groups.streams.topology import (
     Topology,
     validate_topic_names,
 )
-from coordinator.runtime import CoordinatorError, Result
+from coordinator.runtime import CoordinatorError
 
 from .consumer_group_context import ManualOffloader, Topic, Topics
 from .shard_context import ShardContext
@@ -162,12 +162,13 @@ class StreamsGroupContext(ShardContext):
 
     # --- group configs -------------------------------------------------------------------------
     def set_group_config(self, group_id: str = G, **configs: Any) -> None:
-        """Store the group's overrides (IncrementalAlterConfigs' record); names with ``_`` for
-        ``.``: ``set_group_config(streams_num_standby_replicas=1)``. Replaces all overrides."""
+        """Store the group's overrides (what IncrementalAlterConfigs writes to the metadata);
+        names with ``_`` for ``.``: ``set_group_config(streams_num_standby_replicas=1)``.
+        Replaces all overrides."""
         stored = {name.replace("_", "."): str(value).lower() if isinstance(value, bool)
                   else str(value) for name, value in configs.items()}
         group_configs.validate(stored, self.config)
-        self.run(lambda shard, now: Result([group_configs.record(group_id, stored)]))
+        self.set_group_configs(group_id, stored)
 
     # --- offload -------------------------------------------------------------------------------
     def pending_runs(self) -> int:
@@ -284,6 +285,7 @@ class StreamsGroupContext(ShardContext):
                                     overrides=self.overrides, offload=self.offloader is not None,
                                     topics=self.topics)
         other.topology = self.topology
+        other.keep_group_configs(self)
         for record in self.written:
             other.shard.replay(record.offset, record.key, record.value)
             other.written.append(record)

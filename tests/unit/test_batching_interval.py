@@ -4,9 +4,10 @@ epoch 1 as the empty assignment, and the per-group interval (-1 = the broker's) 
 
 from __future__ import annotations
 
-from coordinator.apis.incremental_alter_configs import SET, alter
+from coordinator.apis.incremental_alter_configs import SET, altered
 from coordinator.config import ServerConfig
 from coordinator.groups.consumer.env import ConsumerGroupSettings
+from coordinator.metadata.config_resources import GROUP
 from coordinator.testing.consumer_group_context import ConsumerGroupContext
 from storage.records import ConsumerGroupTargetAssignmentMetadataValue
 
@@ -22,7 +23,8 @@ def context(interval_ms: int, *, offload: bool = False) -> ConsumerGroupContext:
 
 def set_group_config(ctx: ConsumerGroupContext, group_id: str, **configs: str) -> None:
     ops = [(name.replace("_", "."), SET, value) for name, value in configs.items()]
-    ctx.apply(alter(ctx.shard, group_id, ops, BROKER, validate_only=False))
+    old = ctx.group_configs.configs(GROUP, group_id)
+    ctx.set_group_configs(group_id, altered(old, ops, BROKER))
 
 
 def target_records(ctx: ConsumerGroupContext) -> list[ConsumerGroupTargetAssignmentMetadataValue]:

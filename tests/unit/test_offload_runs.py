@@ -3,7 +3,7 @@ changes missed while it ran applied before its result is installed."""
 
 from __future__ import annotations
 
-from coordinator.apis.incremental_alter_configs import SET, alter
+from coordinator.apis.incremental_alter_configs import SET, altered
 from coordinator.config import ServerConfig
 from coordinator.groups.admin import delete_group
 from coordinator.groups.consumer.env import ConsumerGroupSettings
@@ -124,8 +124,8 @@ def test_a_subscription_change_during_the_run_installs_the_result_and_makes_a_ne
 def test_offload_off_for_the_group_runs_inline() -> None:
     ctx = context()
     broker = ServerConfig.from_sources({})
-    ctx.apply(alter(ctx.shard, "g", [("consumer.assignor.offload.enable", SET, "false")],
-                    broker, validate_only=False))
+    ctx.set_group_configs("g", altered({}, [("consumer.assignor.offload.enable", SET, "false")],
+                                       broker))
     response = ctx.heartbeat(member_id="a", topics=["t"])
     assert response.member_epoch == 2 and ctx.pending_runs() == 0
 
@@ -133,8 +133,8 @@ def test_offload_off_for_the_group_runs_inline() -> None:
 def test_offload_on_for_the_group_overrides_the_broker() -> None:
     ctx = context(offload=False)
     broker = ServerConfig.from_sources({})
-    ctx.apply(alter(ctx.shard, "g", [("consumer.assignor.offload.enable", SET, "true")],
-                    broker, validate_only=False))
+    ctx.set_group_configs("g", altered({}, [("consumer.assignor.offload.enable", SET, "true")],
+                                       broker))
     response = ctx.heartbeat(member_id="a", topics=["t"])
     assert response.member_epoch == 1 and ctx.pending_runs() == 1
 

@@ -1,9 +1,19 @@
 """Per-group configs (Kafka's ``GroupConfig``, plus seed 000's assignment interval and offload).
 
-Overrides live in the group's coordinator partition as ``GroupConfig`` records (type 1001), are
-replayed into ``shard.group_configs`` and outlive the group itself (KIP-848: deleting a group
-keeps its configs). ``validate`` is Kafka's ``GroupConfig.validate``: names must be known,
-values parse, and the bounded ones stay within the broker's min/max.
+Overrides are cluster metadata, as in Kafka: ``ConfigRecord``s of GROUP resources in
+``__cluster_metadata-0``, replayed into the metadata image's config resources
+(``coordinator/metadata/config_resources.py``), whatever state the group's coordinator
+partition is in, whether the group exists or not; deleting a group keeps them (KIP-848). Every
+shard reads them through ``shard.group_configs`` (the image's GROUP resources, Kafka's
+``GroupConfigManager``), so a group sees its configs from its first request and every change
+at its next. ``validate`` is Kafka's ``GroupConfig.validate``: names must be known, values
+parse, and the bounded ones stay within the broker's min/max. A key is one row of
+``_BROKER_DEFAULTS`` (its type, the broker config it defaults to or a fixed default), plus a
+``_ONE_OF`` row if it takes one of a few strings.
+
+Stores written before (our ``GroupConfig`` records, type 1001, on the group's coordinator
+partition) are still replayed, into ``shard.legacy_group_configs``, read under the metadata's
+configs until ``coordinator/groups/legacy_configs.py`` has migrated them to ConfigRecords.
 """
 
 from __future__ import annotations
@@ -16,6 +26,9 @@ from coordinator.config import ConfigDef
 from coordinator.config.model import ConfigError, ConfigType
 from coordinator.runtime.result import Record
 from storage.records import GroupConfigKey, GroupConfigValue
+
+GROUP = 32
+"""Kafka's ``ConfigResource.Type.GROUP``: the group configs' resource type."""
 
 INT, BOOL, STRING = ConfigType.INT, ConfigType.BOOLEAN, ConfigType.STRING
 
@@ -129,27 +142,36 @@ def _bounded(name: str, value: int, config: Any, low_key: str, high_key: str) ->
 
 
 # ------------------------------------------------------------------------------ the shard
+_NONE: Mapping[str, str] = {}
+
+
 def overrides(shard: Any, group_id: str) -> Mapping[str, str]:
     """The group's overrides as stored (name -> value text); empty when it has none."""
-    configs: dict[str, dict[str, str]] = shard.group_configs
-    return configs.get(group_id, {})
+    stored, legacy = _sources(shard, group_id)
+    return stored if legacy is None else {**legacy, **stored}
 
 
-def record(group_id: str, configs: Mapping[str, str]) -> Record:
-    if not configs:
-        return (GroupConfigKey(group_id=group_id), None)
-    return (GroupConfigKey(group_id=group_id), GroupConfigValue(configs=dict(sorted(
-        configs.items()))))
+def _sources(shard: Any, group_id: str) -> tuple[Mapping[str, str], Mapping[str, str] | None]:
+    """The metadata's configs of the group, and those a 1001 record of the shard's partition
+    holds until they are migrated (a config the metadata has is newer)."""
+    return (shard.group_configs.get(group_id, _NONE),
+            shard.legacy_group_configs.get(group_id))
+
+
+def legacy_tombstone(group_id: str) -> Record:
+    """What ends a migrated 1001 record: its tombstone."""
+    return (GroupConfigKey(group_id=group_id), None)
 
 
 def replay(shard: Any, offset: int, key: GroupConfigKey, value: GroupConfigValue | None
             ) -> None:
-    configs = shard.group_configs
+    """A 1001 record (written before group configs were cluster metadata): kept for the
+    migration."""
+    legacy = shard.legacy_group_configs
     if value is None or not value.configs:
-        configs.pop(key.group_id, None)
+        legacy.pop(key.group_id, None)
     else:
-        configs[key.group_id] = dict(value.configs)
-
+        legacy[key.group_id] = dict(value.configs)
 
 
 # ------------------------------------------------------------------------------ per group type
@@ -197,7 +219,8 @@ _NO_SHARE_OVERRIDES = ShareGroupOverrides()
 
 
 def consumer_overrides(shard: Any, group_id: str) -> ConsumerGroupOverrides:
-    """The group's overrides, parsed once per stored version (every heartbeat asks)."""
+    """The group's overrides, parsed once per version of its configs (every heartbeat
+    asks)."""
     return _cached(shard, group_id, "consumer_overrides_cache", _parse_consumer_overrides,
                    _NO_CONSUMER_OVERRIDES)
 
@@ -219,15 +242,16 @@ T = TypeVar("T")
 
 def _cached(shard: Any, group_id: str, cache_name: str,
             parse: Callable[[Mapping[str, str]], T], none: T) -> T:
-    stored = overrides(shard, group_id)
-    if not stored:
+    stored, legacy = _sources(shard, group_id)
+    if not stored and not legacy:
         return none
-    cache: dict[str, tuple[Mapping[str, str], T]] = shard.__dict__.setdefault(cache_name, {})
+    cache: dict[str, tuple[Mapping[str, str], Mapping[str, str] | None, T]] = \
+        shard.__dict__.setdefault(cache_name, {})
     cached = cache.get(group_id)
-    if cached is not None and cached[0] is stored:
-        return cached[1]
-    parsed_overrides = parse(stored)
-    cache[group_id] = (stored, parsed_overrides)
+    if cached is not None and cached[0] is stored and cached[1] is legacy:
+        return cached[2]
+    parsed_overrides = parse(stored if legacy is None else {**legacy, **stored})
+    cache[group_id] = (stored, legacy, parsed_overrides)
     return parsed_overrides
 
 

@@ -1,5 +1,5 @@
-"""One coordinator partition's state: its groups, committed offsets, per-group configs and
-timers, rebuilt by replaying the partition's records.
+"""One coordinator partition's state: its groups, committed offsets and timers, rebuilt by
+replaying the partition's records; and the group configs it reads (cluster metadata).
 
 Which code replays which record type, and what runs once the log is loaded, is given to the
 shard when it is made: ``coordinator.groups.replay`` holds the one table and builds shards
@@ -36,7 +36,8 @@ class CoordinatorShard:
     def __init__(self, partition: int, *, replayers: Mapping[type, Replayer],
                  load_hooks: Sequence[LoadHook], classic_config: ClassicConfig,
                  offsets_retention: OffsetsRetention,
-                 raw_replayers: Mapping[bytes, RawReplayer] | None = None) -> None:
+                 raw_replayers: Mapping[bytes, RawReplayer] | None = None,
+                 group_configs: Mapping[str, Mapping[str, str]] | None = None) -> None:
         self.partition = partition
         self.replayers = replayers
         self.raw_replayers = raw_replayers or {}
@@ -49,8 +50,12 @@ class CoordinatorShard:
         self.transactions = TransactionsState()
         """The transactional ids this partition coordinates (TransactionLog records)."""
         self.groups: dict[str, Any] = {}
-        self.group_configs: dict[str, dict[str, str]] = {}
-        """Per-group config overrides (``GroupConfig`` records), by group id."""
+        self.group_configs: Mapping[str, Mapping[str, str]] = (
+            {} if group_configs is None else group_configs)
+        """Every group's config overrides, by group id: the metadata image's GROUP config
+        resources (``common.group_configs``), shared by every shard."""
+        self.legacy_group_configs: dict[str, dict[str, str]] = {}
+        """Overrides of this partition's 1001 records (an older store's) not yet migrated."""
         self.share_partitions: dict[str, dict[tuple[uuid.UUID, int], Any]] = {}
         """Share-partition state (KIP-932), by group id, then (topic id, partition): replayed
         from ShareSnapshot/ShareUpdate records, kept apart from the group objects as Kafka's
