@@ -1,7 +1,9 @@
 """ListConfigResources v0-v1. v0 (ListClientMetricsResources, what
 ``kafka-client-metrics.sh --list`` sends) lists the CLIENT_METRICS resources; v1 lists those of
-the types asked for among CLIENT_METRICS, TOPIC and BROKER (all three when none is named),
-as Kafka's ``handleListConfigResources``; other types are refused with INVALID_REQUEST."""
+the types asked for among CLIENT_METRICS, TOPIC, BROKER and GROUP (all four when none is
+named), as Kafka's ``handleListConfigResources``; other types are refused with INVALID_REQUEST.
+The GROUP resources are the groups with configs (cluster metadata) and the groups of the loaded
+coordinator partitions."""
 
 from __future__ import annotations
 
@@ -9,13 +11,14 @@ import datetime
 from typing import Any
 
 from coordinator import telemetry
+from coordinator.metadata.config_resources import CLIENT_METRICS, GROUP
 from coordinator.security.acl import AclOperation, ResourceType
-from coordinator.telemetry.subscriptions import CLIENT_METRICS
 from protocol import ErrorCode
 
 from .context import RequestContext
 
 TOPIC, BROKER = 2, 4
+V1_TYPES = (CLIENT_METRICS, TOPIC, BROKER, GROUP)
 _ZERO = datetime.timedelta(0)
 
 
@@ -24,6 +27,12 @@ def _names(ctx: RequestContext, resource_type: int) -> list[str]:
         return telemetry.of(ctx.broker).subscriptions.names()
     if resource_type == TOPIC:
         return sorted(topic.name for topic in ctx.broker.image.topics())
+    if resource_type == GROUP:
+        groups = set(ctx.broker.image.configs.names(GROUP))
+        for partition in ctx.broker.runtime.partitions:
+            if partition.shard is not None:
+                groups.update(partition.shard.groups)
+        return sorted(groups)
     return [str(ctx.broker.node_id)]
 
 
@@ -35,8 +44,8 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     if ctx.version == 0:
         types: tuple[int, ...] = (CLIENT_METRICS,)
     else:
-        types = tuple(request.resource_types) or (CLIENT_METRICS, TOPIC, BROKER)
-        if any(t not in (CLIENT_METRICS, TOPIC, BROKER) for t in types):
+        types = tuple(request.resource_types) or V1_TYPES
+        if any(t not in V1_TYPES for t in types):
             return ctx.respond(throttle_time=_ZERO, error_code=ErrorCode.invalid_request,
                                config_resources=())
     resources = []
