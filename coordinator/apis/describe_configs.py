@@ -103,6 +103,7 @@ def _group_configs(ctx: RequestContext, request: Any, resource: Any) -> list[Any
     names = group_configs.GROUP_CONFIG_NAMES
     for definition in _wanted((group_configs.definition(n) for n in names),
                               resource.configuration_keys):
+        value: str | None
         if definition.name in stored:
             value, source = stored[definition.name], DYNAMIC_GROUP_CONFIG
         else:

@@ -110,8 +110,8 @@ class SharePoller:
                 for message in consumer.poll(0.2):
                     if message.error() is not None:
                         self.errors.append(str(message.error()))
-                    else:
-                        self.offsets.add(message.offset())
+                    elif (offset := message.offset()) is not None:
+                        self.offsets.add(offset)
         except Exception as exc:  # reported by the test
             self.errors.append(repr(exc))
         finally:
