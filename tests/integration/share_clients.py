@@ -260,8 +260,8 @@ _LOADING = {KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.COORDINATOR_NOT_
 
 
 def set_group_configs(bootstrap: str, group: str, configs: Mapping[str, str]) -> None:
-    """IncrementalAlterConfigs SET on the GROUP resource (retried while the group's
-    coordinator partition loads)."""
+    """IncrementalAlterConfigs SET on the GROUP resource (cluster metadata: answered while
+    the coordinator partitions load too; retried on a retriable error)."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
     resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
         ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)

@@ -73,7 +73,7 @@ def _join_v0(client: WireClient, member_id: str) -> uuid.UUID:
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[ServerProcess]:
     """A server with the topic, and the group configured to start at the earliest offset."""
-    started = ServerProcess(tmp_path / "data", OVERRIDES).start()
+    started = ServerProcess(tmp_path / "data", OVERRIDES).start().wait_loaded()
     try:
         create_topic(started.bootstrap, TOPIC)
         set_group_configs(started.bootstrap, GROUP, {"share.auto.offset.reset": "earliest"})
