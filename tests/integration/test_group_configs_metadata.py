@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, ShareConsumer
+from confluent_kafka import Consumer, KafkaException, ShareConsumer
 from confluent_kafka.admin import (
     AdminClient,
     AlterConfigOpType,
@@ -214,6 +214,21 @@ def test_configs_survive_the_groups_deletion_and_a_kill_9_restart(tmp_path: Path
                 [ConfigResourceType.GROUP])["group"]
         finally:
             python_admin.close()
+
+
+def test_alter_configs_replaces_a_groups_configs(tmp_path: Path) -> None:
+    with ServerProcess(tmp_path / "data") as server:
+        admin = admin_for(server)
+        alter(admin, "legacy", {"consumer.session.timeout.ms": "50000"})
+        resource = ConfigResource(AdminResourceType.GROUP, "legacy",
+                                  set_config={"consumer.heartbeat.interval.ms": "6000"})
+        admin.alter_configs([resource], request_timeout=15)[resource].result(20)
+        assert overrides(admin, "legacy") == {"consumer.heartbeat.interval.ms": "6000"}
+        bad = ConfigResource(AdminResourceType.GROUP, "legacy",
+                             set_config={"consumer.heartbeat.interval.ms": "1"})
+        with pytest.raises(KafkaException, match="INVALID_CONFIG"):
+            admin.alter_configs([bad], request_timeout=15)[bad].result(20)
+        assert overrides(admin, "legacy") == {"consumer.heartbeat.interval.ms": "6000"}
 
 
 def test_describe_configs_of_a_group_that_never_existed(tmp_path: Path) -> None:

@@ -4,7 +4,7 @@ epoch 1 as the empty assignment, and the per-group interval (-1 = the broker's) 
 
 from __future__ import annotations
 
-from coordinator.apis.incremental_alter_configs import SET, altered
+from coordinator.apis.group_resource_configs import SET, altered
 from coordinator.config import ServerConfig
 from coordinator.groups.consumer.env import ConsumerGroupSettings
 from coordinator.metadata.config_resources import GROUP

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from coordinator.apis.incremental_alter_configs import APPEND, DELETE, SET, altered
+from coordinator.apis.group_resource_configs import APPEND, DELETE, SET, altered, replaced
 from coordinator.config import ServerConfig
 from coordinator.groups.admin import delete_group
 from coordinator.groups.common import group_configs
@@ -101,6 +101,22 @@ def test_set_delete_and_what_the_shard_reads() -> None:
     assert group_configs.overrides(ctx.shard, "g") == {}
     assert ctx.group_configs.names(GROUP) == []  # no override left: nothing kept
     assert ctx.written == []  # nothing on the coordinator partition
+
+
+def test_alter_configs_replaces_the_overrides_as_a_whole() -> None:
+    assert replaced([("consumer.heartbeat.interval.ms", "6000")], BROKER) == {
+        "consumer.heartbeat.interval.ms": "6000"}
+    assert replaced([], BROKER) == {}
+    for configs, code, message in (
+            ([("consumer.heartbeat.interval.ms", None)], ErrorCode.invalid_request,
+             "Null value not supported for : consumer.heartbeat.interval.ms"),
+            ([("a.b", "1"), ("a.b", "2")], ErrorCode.invalid_request,
+             "Error due to duplicate config keys"),
+            ([("no.such.config", "1")], ErrorCode.invalid_config,
+             "Unknown group config name: no.such.config")):
+        with pytest.raises(AlterError) as info:
+            replaced(configs, BROKER)
+        assert (info.value.code, info.value.message) == (code, message)
 
 
 def test_configs_are_config_records_of_the_group_resource() -> None:

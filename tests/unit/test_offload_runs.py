@@ -3,7 +3,7 @@ changes missed while it ran applied before its result is installed."""
 
 from __future__ import annotations
 
-from coordinator.apis.incremental_alter_configs import SET, altered
+from coordinator.apis.group_resource_configs import SET, altered
 from coordinator.config import ServerConfig
 from coordinator.groups.admin import delete_group
 from coordinator.groups.consumer.env import ConsumerGroupSettings
