@@ -1,9 +1,10 @@
-"""Our own record for per-group configs (type 1001, not a Kafka type).
+"""Our own record for per-group configs (type 1001, not a Kafka type), as an older store has it.
 
-Kafka keeps group configs in ``ConfigRecord``s of the metadata log; here they live with the
-group's coordinator partition. The key is the group id; the value every override the group has
-(a full replacement, not a delta); a tombstone removes them all. Deleting the group does not
-write one: KIP-848 keeps a group's configs when the group is deleted.
+Group configs are Kafka's ``ConfigRecord``s of GROUP resources in the metadata log now
+(``storage/records/configs.py``); stores written before kept them here, on the group's
+coordinator partition. The key is the group id; the value every override the group had (a full
+replacement, not a delta); a tombstone removes them all. Nothing writes a value any more: the
+records are read to migrate them (``coordinator/groups/legacy_configs.py``), then tombstoned.
 """
 
 from __future__ import annotations
