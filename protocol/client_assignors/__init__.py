@@ -33,6 +33,10 @@ CLIENT_ASSIGNORS_TAG = 8480
 SHOULD_COMPUTE_ASSIGNMENT_TAG = 8480
 """ConsumerGroupHeartbeatResponse's tag of ``ShouldComputeAssignment``."""
 
+INVALID_ASSIGNMENT = 8480
+"""The draft's INVALID_ASSIGNMENT error code (ConsumerGroupInstallAssignment): Kafka has no
+such error, so it takes a code far above Kafka's (which end below 200)."""
+
 HEARTBEAT_KEY = 68
 _HEARTBEAT_VERSIONS = (0, 1)
 _DRAFT = {PREPARE_ASSIGNMENT_KEY: consumer_group_prepare_assignment,

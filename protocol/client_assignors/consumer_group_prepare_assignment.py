@@ -9,7 +9,6 @@ import uuid
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from kio.schema.errors import ErrorCode
 from kio.schema.request_header.v2.header import RequestHeader
 from kio.schema.response_header.v1.header import ResponseHeader
 from kio.static.constants import EntityType
@@ -113,8 +112,9 @@ class ConsumerGroupPrepareAssignmentResponse:
     __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
     throttle_time: i32Timedelta = field(metadata={"kafka_type": "timedelta_i32"})
     """The duration in milliseconds for which the request was throttled."""
-    error_code: ErrorCode = field(metadata={"kafka_type": "error_code"})
-    """The top-level error code, or 0 if there was no error."""
+    error_code: i16 = field(metadata={"kafka_type": "int16"})
+    """The top-level error code, or 0 if there was no error (an int16, not kio's ErrorCode:
+    the draft's INVALID_ASSIGNMENT is no Kafka error code)."""
     error_message: str | None = field(metadata={"kafka_type": "string"}, default=None)
     """The top-level error message, or null if there was no error."""
     group_epoch: i32 = field(metadata={"kafka_type": "int32"})
