@@ -9,19 +9,16 @@ from typing import Any
 from coordinator.groups.consumer.client_assignor import InstallRequest, InstallResponse, install
 from coordinator.groups.consumer.env import env_for
 from coordinator.runtime import CoordinatorError
-from coordinator.security.acl import AclOperation, ResourceType
-from protocol import ErrorCode
 
+from .consumer_group_prepare_assignment import refused
 from .context import RequestContext
 from .group_common import run_on_group_or_error
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
-    if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
-        return ctx.respond(error_code=ErrorCode.group_authorization_failed)
-    if not request.group_id or not request.member_id:
-        return ctx.respond(error_code=ErrorCode.invalid_request,
-                           error_message="GroupId and MemberId can't be empty.")
+    answer = refused(ctx, request)
+    if answer is not None:
+        return answer
     env = env_for(ctx.broker)
     install_request = InstallRequest(
         group_id=request.group_id, member_id=request.member_id,

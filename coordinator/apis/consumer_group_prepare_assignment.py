@@ -37,12 +37,21 @@ def _state(ctx: RequestContext, state: GroupState) -> Any:
                                 num_partitions=t.partitions) for t in state.topics))
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+def refused(ctx: RequestContext, request: Any) -> Any | None:
+    """The answer to a draft request refused before it reaches the group (READ on the group,
+    as the heartbeat; an empty group or member id), or None (Install checks the same)."""
     if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
         return ctx.respond(error_code=ErrorCode.group_authorization_failed)
     if not request.group_id or not request.member_id:
         return ctx.respond(error_code=ErrorCode.invalid_request,
                            error_message="GroupId and MemberId can't be empty.")
+    return None
+
+
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    answer = refused(ctx, request)
+    if answer is not None:
+        return answer
     outcome = await run_on_group_or_error(
         ctx, request.group_id,
         lambda shard, now: prepare(shard, now, request.group_id, request.member_id,

@@ -16,13 +16,32 @@ from kio.static.primitive import i8, i16, i32, i32Timedelta
 API_KEY = i16(8481)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TopicPartitions:
+class _Request:
+    __type__: ClassVar = EntityType.request
+    __version__: ClassVar[i16] = i16(0)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = API_KEY
+    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
+
+
+class _RequestNested:
     __type__: ClassVar = EntityType.nested
     __version__: ClassVar[i16] = i16(0)
     __flexible__: ClassVar[bool] = True
     __api_key__: ClassVar[i16] = API_KEY
     __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
+
+
+class _Response:
+    __type__: ClassVar = EntityType.response
+    __version__: ClassVar[i16] = i16(0)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = API_KEY
+    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TopicPartitions(_RequestNested):
     topic_id: uuid.UUID | None = field(metadata={"kafka_type": "uuid"})
     """The topic ID."""
     partitions: tuple[i32, ...] = field(metadata={"kafka_type": "int32"}, default=())
@@ -30,12 +49,7 @@ class TopicPartitions:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Member:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(0)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = API_KEY
-    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
+class Member(_RequestNested):
     member_id: str = field(metadata={"kafka_type": "string"})
     """The member ID."""
     partitions: tuple[TopicPartitions, ...]
@@ -47,12 +61,7 @@ class Member:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ConsumerGroupInstallAssignmentRequest:
-    __type__: ClassVar = EntityType.request
-    __version__: ClassVar[i16] = i16(0)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = API_KEY
-    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
+class ConsumerGroupInstallAssignmentRequest(_Request):
     group_id: str = field(metadata={"kafka_type": "string"})
     """The group identifier."""
     member_id: str = field(metadata={"kafka_type": "string"})
@@ -68,12 +77,7 @@ class ConsumerGroupInstallAssignmentRequest:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ConsumerGroupInstallAssignmentResponse:
-    __type__: ClassVar = EntityType.response
-    __version__: ClassVar[i16] = i16(0)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = API_KEY
-    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
+class ConsumerGroupInstallAssignmentResponse(_Response):
     throttle_time: i32Timedelta = field(metadata={"kafka_type": "timedelta_i32"})
     """The duration in milliseconds for which the request was throttled."""
     error_code: i16 = field(metadata={"kafka_type": "int16"})

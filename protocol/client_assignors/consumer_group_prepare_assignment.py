@@ -17,13 +17,32 @@ from kio.static.primitive import i8, i16, i32, i32Timedelta
 API_KEY = i16(8480)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ConsumerGroupPrepareAssignmentRequest:
+class _Request:
     __type__: ClassVar = EntityType.request
     __version__: ClassVar[i16] = i16(0)
     __flexible__: ClassVar[bool] = True
     __api_key__: ClassVar[i16] = API_KEY
     __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
+
+
+class _Response:
+    __type__: ClassVar = EntityType.response
+    __version__: ClassVar[i16] = i16(0)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = API_KEY
+    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
+
+
+class _ResponseNested:
+    __type__: ClassVar = EntityType.nested
+    __version__: ClassVar[i16] = i16(0)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = API_KEY
+    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsumerGroupPrepareAssignmentRequest(_Request):
     group_id: str = field(metadata={"kafka_type": "string"})
     """The group identifier."""
     member_id: str = field(metadata={"kafka_type": "string"})
@@ -33,12 +52,7 @@ class ConsumerGroupPrepareAssignmentRequest:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Assignor:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(0)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = API_KEY
-    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
+class Assignor(_ResponseNested):
     reason: i8 = field(metadata={"kafka_type": "int8"})
     """The reason reported by the member."""
     version: i16 = field(metadata={"kafka_type": "int16"})
@@ -48,12 +62,7 @@ class Assignor:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class TopicPartitions:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(0)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = API_KEY
-    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
+class TopicPartitions(_ResponseNested):
     topic_id: uuid.UUID | None = field(metadata={"kafka_type": "uuid"})
     """The topic ID."""
     partitions: tuple[i32, ...] = field(metadata={"kafka_type": "int32"}, default=())
@@ -61,12 +70,7 @@ class TopicPartitions:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Member:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(0)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = API_KEY
-    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
+class Member(_ResponseNested):
     member_id: str = field(metadata={"kafka_type": "string"})
     """The member ID."""
     member_epoch: i32 = field(metadata={"kafka_type": "int32"})
@@ -89,12 +93,7 @@ class Member:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class TopicMetadata:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(0)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = API_KEY
-    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
+class TopicMetadata(_ResponseNested):
     topic_id: uuid.UUID | None = field(metadata={"kafka_type": "uuid"})
     """The topic ID."""
     topic_name: str = field(metadata={"kafka_type": "string"})
@@ -104,12 +103,7 @@ class TopicMetadata:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ConsumerGroupPrepareAssignmentResponse:
-    __type__: ClassVar = EntityType.response
-    __version__: ClassVar[i16] = i16(0)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = API_KEY
-    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
+class ConsumerGroupPrepareAssignmentResponse(_Response):
     throttle_time: i32Timedelta = field(metadata={"kafka_type": "timedelta_i32"})
     """The duration in milliseconds for which the request was throttled."""
     error_code: i16 = field(metadata={"kafka_type": "int16"})
