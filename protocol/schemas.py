@@ -45,11 +45,15 @@ class Schema:
         """The writer of ``body``: this schema's, or (a body of kio's own class where the
         schema's class is derived from it, ``client_assignors``) its class's."""
         cls = type(body)
-        return self.append_request if cls is self.request_type else compile_writer(cls)
+        if cls is self.request_type:
+            return self.append_request
+        return compile_writer(cls)  # type: ignore[arg-type]  # classes hash: mypy#11470
 
     def response_writer(self, body: Any) -> BufferWriter:
         cls = type(body)
-        return self.append_response if cls is self.response_type else compile_writer(cls)
+        if cls is self.response_type:
+            return self.append_response
+        return compile_writer(cls)  # type: ignore[arg-type]  # classes hash: mypy#11470
 
     @property
     def request_header_version(self) -> int:
@@ -95,6 +99,7 @@ def schema(api_key: int, version: int) -> Schema:
         request_type, response_type = derived
     else:
         try:
+            assert name is not None  # a draft API always has derived classes
             paths = schema_name_map[name][version]
         except KeyError:
             raise UnknownSchema(

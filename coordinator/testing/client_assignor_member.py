@@ -134,7 +134,9 @@ class AssignorMember:
         finally:
             if getattr(self, "connection", None) is not bootstrap:
                 bootstrap.close()
-        self._request_type, _ = classes(HEARTBEAT, 1) or (None, None)
+        found = classes(HEARTBEAT, 1)
+        assert found is not None
+        self._request_type: type = found[0]
 
     def _coordinator(self, bootstrap: Connection, client_id: str,
                      timeout_s: float) -> Connection:
@@ -148,7 +150,6 @@ class AssignorMember:
     # --- the heartbeat -----------------------------------------------------------------------
     def _heartbeat_body(self, leaving: bool = False) -> Any:
         cls = self._request_type
-        assert cls is not None
         joining = self.member_epoch == 0
         assignor = _nested(cls, "Assignor")(
             name=self.assignor, minimum_version=0, maximum_version=self.version, reason=0,

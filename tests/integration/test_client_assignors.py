@@ -141,6 +141,7 @@ def _join(wire: WireClient, group: str, member_id: str, topics: tuple[str, ...],
 
 def _beat(wire: WireClient, group: str, member_id: str, epoch: int) -> Any:
     request_type, _ = classes(68, 1) or (None, None)
+    assert request_type is not None
     return wire.request(protocol.make(request_type, group_id=group, member_id=member_id,
                                       member_epoch=epoch, topic_partitions=None))
 

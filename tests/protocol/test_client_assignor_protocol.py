@@ -8,6 +8,7 @@ import datetime
 import importlib
 import random
 import sys
+from typing import Any
 
 import pytest
 
@@ -52,7 +53,7 @@ def test_the_heartbeat_without_the_draft_fields_is_kafkas_bytes(version: int) ->
     ours = protocol.schema(68, version).request_type
     kafkas = protocol.encode_request(protocol.make(kio.ConsumerGroupHeartbeatRequest, **fields))
     assert protocol.encode_request(protocol.make(ours, **fields)) == kafkas
-    with_list = protocol.make(ours, **fields, client_assignors=(
+    with_list: Any = protocol.make(ours, **fields, client_assignors=(
         sys.modules[ours.__module__].Assignor(name="py", minimum_version=0, maximum_version=0,
                                               reason=0, version=0, metadata=b""),))
     tag = bytearray()
