@@ -45,12 +45,16 @@ __all__ = ["Assignment", "ClientAssignor", "GroupState", "MemberState"]
 class ClientAssignor:
     def __init__(self, bootstrap_servers: str, group_id: str,
                  assign: Callable[[GroupState], Assignment], *, name: str = "python",
-                 client_id: str = "client-assignor", topics: Sequence[str] = (),
-                 rebalance_timeout_ms: int = 30000) -> None:
+                 version: int = 0, client_id: str = "client-assignor",
+                 topics: Sequence[str] = (), rebalance_timeout_ms: int = 30000) -> None:
+        """``name`` and ``version``: the client-side assignor it lists (the member listing the
+        highest version computes); ``rebalance_timeout_ms``: how long the coordinator waits for
+        its assignment before it asks another member."""
         self.bootstrap_servers = bootstrap_servers
         self.group_id = group_id
         self.assign = assign
         self.name = name
+        self.version = version
         self.client_id = client_id
         self.topics = tuple(topics)
         self.rebalance_timeout_ms = rebalance_timeout_ms
@@ -78,7 +82,7 @@ class ClientAssignor:
 
     def _connect(self) -> AssignorMember:
         member = AssignorMember(self.bootstrap_servers, self.group_id, self.name, self._compute,
-                                client_id=self.client_id, topics=self.topics,
+                                version=self.version, client_id=self.client_id, topics=self.topics,
                                 rebalance_timeout_ms=self.rebalance_timeout_ms)
         member.installed = self._installed
         return member

@@ -124,6 +124,38 @@ def settled_one(consumers: list[Any]) -> bool:
             and _owned(consumers[1]) == {("audit", 0), ("audit", 1)})
 
 
+@pytest.mark.slow
+def test_a_member_that_does_not_install_in_time_is_passed_over_for_another(
+        server: ServerProcess) -> None:
+    group = f"csa-late-{uuid.uuid4().hex[:6]}"
+
+    def broken(state: GroupState) -> dict[str, dict[str, list[int]]]:
+        raise RuntimeError("this assignor never answers")
+
+    late = ClientAssignor(server.bootstrap, group, broken, name="py", version=1,
+                          rebalance_timeout_ms=1000)
+    good = ClientAssignor(server.bootstrap, group, by_client_suffix, name="py", version=0)
+    consumers: list[Any] = []
+    with late, good:
+        try:
+            consumers = [_consumer(server.bootstrap, group, c) for c in ("x-a", "y-b")]
+
+            def settled() -> bool:
+                for c in consumers:
+                    c.poll(0.05)
+                return (_owned(consumers[0]) == {("orders", p) for p in range(6)}
+                        and _owned(consumers[1]) == {("audit", 0), ("audit", 1)})
+
+            wait_until(settled, timeout=30, message="the second assignor's target")
+        finally:
+            for c in consumers:
+                c.close()
+        # the higher version was asked first and failed; after its rebalance timeout the
+        # coordinator asked the other, which installed
+        assert late.states and any(isinstance(e, RuntimeError) for e in late.errors)
+        assert not late.installed and good.installed
+
+
 # ------------------------------------------------------------------------------ raw frames
 def _join(wire: WireClient, group: str, member_id: str, topics: tuple[str, ...],
           assignor: str | None) -> Any:

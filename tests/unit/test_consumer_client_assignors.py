@@ -10,6 +10,7 @@ import pytest
 
 from coordinator.groups.consumer import client_assignor, client_selection
 from coordinator.groups.consumer.client_selection import ClientAssignor, selected_assignor
+from coordinator.groups.consumer.describe import describe
 from coordinator.groups.consumer.env import ConsumerGroupSettings
 from coordinator.groups.replay import new_shard
 from coordinator.runtime import CoordinatorError
@@ -93,6 +94,7 @@ def test_the_chosen_member_is_told_prepares_and_installs_and_consumers_get_its_t
     assert group.client_computation is None and group.assignor_run is None
     assert group.assignment_epoch == state.group_epoch
     assert group.client_assignment.member_id == "r"
+    assert describe(ctx.shard, "g", "uniform").assignor == "py"
     c1 = ctx.heartbeat(member_id="c1", member_epoch=ctx.member("c1").member_epoch,
                        client_id="app-a")
     assert ctx.named(c1.assignment) == {"a": {0, 1}}  # 2 and 3 revoked: nobody gets them
