@@ -7,6 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from coordinator.groups.consumer import client_assignor, client_selection
 from coordinator.groups.consumer.client_selection import ClientAssignor, selected_assignor
@@ -214,3 +216,44 @@ def test_the_records_replay_to_the_same_lists_and_removal_tombstones_them() -> N
     assert [k.member_id for k in tombstones] == ["r"]
     assert ctx.group().client_assignors == {}
     assert client_selection.group_tombstones(ctx.group())  # the assignment record's
+
+
+_PROPOSAL = st.lists(
+    st.tuples(st.sampled_from(["c1", "c2", "r", "ghost"]),
+              st.dictionaries(st.sampled_from(["a", "b"]),
+                              st.lists(st.integers(-1, 5), max_size=4), max_size=2)),
+    max_size=4)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_PROPOSAL)
+def test_an_installation_is_taken_exactly_when_valid_and_never_owns_a_partition_twice(
+        proposal: list[tuple[str, dict[str, list[int]]]]) -> None:
+    ctx = _ctx()
+    ctx.heartbeat(member_id="c1", topics=("a", "b"))
+    ctx.heartbeat(member_id="c2", topics=("a",))
+    response = _join_runner(ctx)
+    ctx.heartbeat(member_id="r", member_epoch=response.member_epoch)
+    state = _prepare(ctx, "r")
+    subscribed = {"c1": {"a", "b"}, "c2": {"a"}, "r": set()}
+    sizes = {"a": 4, "b": 2}
+    pairs = [(t, p) for _, parts in proposal for t, ps in parts.items() for p in ps]
+    valid = (len({mid for mid, _ in proposal}) == len(proposal)
+             and all(mid in subscribed and set(parts) <= subscribed[mid]
+                     for mid, parts in proposal)
+             and all(0 <= p < sizes[t] for t, p in pairs)
+             and len(set(pairs)) == len(pairs))
+    request = client_assignor.InstallRequest(
+        "g", "r", ctx.member("r").member_epoch, state.group_epoch, 0,
+        tuple((mid, tuple((ctx.tid(t), tuple(ps)) for t, ps in parts.items()))
+              for mid, parts in proposal))
+    answer = ctx.apply(client_assignor.install(ctx.shard, ctx.now, ctx.env, request))
+    group = ctx.group()
+    assert (answer.error_code == 0) == valid, (answer, proposal)
+    if valid:
+        owned = [(t, p) for target in group.target.values() for t, ps in target.items()
+                 for p in ps]
+        assert len(owned) == len(set(owned)) == len(pairs)
+        assert group.assignment_epoch == state.group_epoch
+    else:
+        assert group.client_computation is not None  # still waiting for a valid one
