@@ -141,7 +141,8 @@ class App:
             self.runtime, timeline_records.start, timeline_records.GROUP_OF,
             max_entries=config["timeline.max.events.per.group"],
             topic_name=lambda topic_id: getattr(image.topic_by_id(topic_id), "name", None))
-        self.registry = build_registry(config["legacy.request.versions.enable"])
+        self.registry = build_registry(config["legacy.request.versions.enable"],
+                                       config["group.consumer.client.assignors.enable"])
         # the control endpoint (fault injection, forced rebalances, the timeline over HTTP)
         self.faults: FaultInjector | None = None
         self.control_server: ControlServer | None = None

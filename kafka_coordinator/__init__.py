@@ -27,7 +27,8 @@ __all__ = ["ClientMetrics", "ControlClient", "Coordinator", "CoordinatorError", 
 
 _LAZY = {"ClientMetrics": "clients", "ControlClient": "control", "Faults": "faults",
          "Timeline": "timeline"}
-_SUBMODULES = frozenset({"clients", "control", "faults", "timeline", "pytest_plugin"})
+_SUBMODULES = frozenset({"clients", "client_assignor", "control", "faults", "timeline",
+                         "pytest_plugin"})
 
 
 def __getattr__(name: str) -> Any:

@@ -58,6 +58,10 @@ class ApiKey(IntEnum):
     DESCRIBE_SHARE_GROUP_OFFSETS = 90
     ALTER_SHARE_GROUP_OFFSETS = 91
     DELETE_SHARE_GROUP_OFFSETS = 92
+    # the KIP-848 draft's client-side assignor APIs, which Kafka never shipped (seed 003):
+    # keys far above Kafka's (``protocol.client_assignors``)
+    CONSUMER_GROUP_PREPARE_ASSIGNMENT = 8480
+    CONSUMER_GROUP_INSTALL_ASSIGNMENT = 8481
 
 
 def api_name(api_key: int) -> str:

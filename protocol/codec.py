@@ -74,7 +74,7 @@ def encode_response(found: Schema, correlation_id: int, body: Any) -> bytes:
     """A whole response frame, size prefix included."""
     buf = bytearray(_SIZE_PLACEHOLDER)
     buf += encode_response_header(correlation_id, found.response_header_version)
-    found.append_response(buf, body)
+    found.response_writer(body)(buf, body)
     _SIZE.pack_into(buf, 0, len(buf) - 4)
     return bytes(buf)
 
@@ -89,7 +89,7 @@ def encode_request(
     )
     buf = bytearray(_SIZE_PLACEHOLDER)
     buf += encode_request_header(header)
-    found.append_request(buf, body)
+    found.request_writer(body)(buf, body)
     _SIZE.pack_into(buf, 0, len(buf) - 4)
     return bytes(buf)
 

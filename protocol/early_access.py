@@ -83,8 +83,14 @@ def _field_args(f: dataclasses.Field[Any]) -> dict[str, Any]:
     return args
 
 
-def _derive(source: types.ModuleType, name: str, change: Change) -> types.ModuleType:
-    module = types.ModuleType(name, f"v0 of {source.__name__}, derived (protocol.early_access)")
+def derive(source: types.ModuleType, name: str, change: Change, version: int = 0,
+           extra: Sequence[type] = ()) -> types.ModuleType:
+    """A module ``name`` (registered in ``sys.modules``) with ``source``'s classes changed by
+    ``change`` and given ``version``; ``extra`` are nested classes of its own (made for this
+    module: their ``__module__`` is ``name``) that the added fields may use."""
+    module = types.ModuleType(name, f"v{version} of {source.__name__}, derived")
+    for cls in extra:
+        setattr(module, cls.__name__, cls)
     renamed: dict[type, type] = {}
     # kio defines nested classes before the classes that hold them: derive in that order
     for cls in vars(source).values():
@@ -102,7 +108,7 @@ def _derive(source: types.ModuleType, name: str, change: Change) -> types.Module
                     spec.append((added, kind, dataclasses.field(**args)))
         namespace = {key: getattr(cls, key) for key in
                      ("__type__", "__flexible__", "__api_key__", "__header_schema__")}
-        namespace["__version__"] = i16(0)
+        namespace["__version__"] = i16(version)
         namespace["__module__"] = name
         derived = dataclasses.make_dataclass(cls.__name__, spec, namespace=namespace,
                                              frozen=True, slots=True, kw_only=True)
@@ -122,7 +128,7 @@ def classes(api_key: int) -> tuple[type, type] | None:
     out = []
     for kind, change in (("request", request_change), ("response", response_change)):
         source = importlib.import_module(f"kio.schema.{api}.v1.{kind}")
-        module = _derive(source, f"{__name__}.{api}.{kind}", change)
+        module = derive(source, f"{__name__}.{api}.{kind}", change)
         entity = EntityType.request if kind == "request" else EntityType.response
         out.append(next(c for c in vars(module).values()
                         if isinstance(c, type) and getattr(c, "__type__", None) is entity))

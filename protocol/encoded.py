@@ -19,7 +19,7 @@ class EncodedBody(bytes):
 def encode_body(found: Schema, body: Any) -> EncodedBody:
     """``body`` (a response of ``found``'s version) encoded, without header or size prefix."""
     buf = bytearray()
-    found.append_response(buf, body)
+    found.response_writer(body)(buf, body)
     return EncodedBody(buf)
 
 

@@ -1,5 +1,6 @@
 """Where the message classes come from: kio, generated from Kafka's own message schemas (and,
-for the v0 share APIs kio no longer has, ``early_access``, derived from kio's v1).
+for the v0 share APIs kio no longer has, ``early_access``, derived from kio's v1; for the KIP-848
+draft's client-side assignor protocol, ``client_assignors``).
 
 One cached ``Schema`` per (api key, version) holds the request and response classes and their
 compiled readers and writers.
@@ -17,7 +18,7 @@ from kio.schema.index import api_key_map, schema_name_map
 from kio.serial import entity_reader
 from kio.static.constants import EntityType
 
-from . import early_access
+from . import client_assignors, early_access
 from .apikeys import ApiKey
 from .errors import UnknownApi, UnknownSchema
 from .fastwrite import BufferWriter, compile_writer, stream_writer
@@ -40,6 +41,20 @@ class Schema:
     append_request: BufferWriter
     append_response: BufferWriter
 
+    def request_writer(self, body: Any) -> BufferWriter:
+        """The writer of ``body``: this schema's, or (a body of kio's own class where the
+        schema's class is derived from it, ``client_assignors``) its class's."""
+        cls = type(body)
+        if cls is self.request_type:
+            return self.append_request
+        return compile_writer(cls)  # type: ignore[arg-type]  # classes hash: mypy#11470
+
+    def response_writer(self, body: Any) -> BufferWriter:
+        cls = type(body)
+        if cls is self.response_type:
+            return self.append_response
+        return compile_writer(cls)  # type: ignore[arg-type]  # classes hash: mypy#11470
+
     @property
     def request_header_version(self) -> int:
         return 2 if self.flexible else 1
@@ -55,6 +70,9 @@ class Schema:
 
 def known_versions(api_key: int) -> range:
     """The contiguous range of versions the codec has schemas for (empty if none)."""
+    draft = client_assignors.draft_versions(api_key)
+    if draft is not None:
+        return draft
     name = api_key_map.get(api_key)
     if name is None:
         return range(0)
@@ -67,15 +85,21 @@ def known_versions(api_key: int) -> range:
 @cache
 def schema(api_key: int, version: int) -> Schema:
     name = api_key_map.get(api_key)
-    if name is None:
+    draft = client_assignors.draft_versions(api_key)
+    if name is None and draft is None:
         raise UnknownApi(f"unknown api key {api_key}")
-    derived = early_access.classes(api_key) if version == 0 else None
+    if draft is not None and version not in draft:
+        raise UnknownSchema(f"no schema for api key {api_key} version {version}")
+    # the draft's APIs and heartbeat fields (seed 003), then Kafka 4.0's v0 share APIs
+    derived = client_assignors.classes(api_key, version) or (
+        early_access.classes(api_key) if version == 0 else None)
     request_type: Any
     response_type: Any
     if derived is not None:
         request_type, response_type = derived
     else:
         try:
+            assert name is not None  # a draft API always has derived classes
             paths = schema_name_map[name][version]
         except KeyError:
             raise UnknownSchema(

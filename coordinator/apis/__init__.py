@@ -13,6 +13,8 @@ from . import (
     api_versions,
     consumer_group_describe,
     consumer_group_heartbeat,
+    consumer_group_install_assignment,
+    consumer_group_prepare_assignment,
     create_acls,
     create_partitions,
     create_topics,
@@ -65,9 +67,11 @@ from .registry import ApiRegistry, ApiSpec
 __all__ = ["ApiRegistry", "ApiSpec", "RequestContext", "build_registry"]
 
 
-def build_registry(legacy_versions: bool = True) -> ApiRegistry:
+def build_registry(legacy_versions: bool = True, client_assignors: bool = False) -> ApiRegistry:
     """``legacy_versions``: serve the versions Kafka 4.0 removed, as Kafka 3.9 did
-    (``legacy.request.versions.enable``); False refuses them as Kafka 4.x does."""
+    (``legacy.request.versions.enable``); False refuses them as Kafka 4.x does.
+    ``client_assignors``: serve the KIP-848 draft's client-side assignor APIs
+    (``group.consumer.client.assignors.enable``)."""
     registry = ApiRegistry(legacy_versions)
     registry.register(ApiKey.API_VERSIONS, 0, 4, api_versions.make_handler(registry))
     registry.register(ApiKey.METADATA, 0, 13, metadata.handle)
@@ -127,4 +131,9 @@ def build_registry(legacy_versions: bool = True) -> ApiRegistry:
                       describe_user_scram_credentials.handle)
     registry.register(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, 0,
                       alter_user_scram_credentials.handle)
+    if client_assignors:  # seed 003's draft APIs, under keys Kafka does not use
+        registry.register(ApiKey.CONSUMER_GROUP_PREPARE_ASSIGNMENT, 0, 0,
+                          consumer_group_prepare_assignment.handle)
+        registry.register(ApiKey.CONSUMER_GROUP_INSTALL_ASSIGNMENT, 0, 0,
+                          consumer_group_install_assignment.handle)
     return registry

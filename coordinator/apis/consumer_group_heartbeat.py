@@ -8,6 +8,7 @@ import uuid
 from typing import Any
 
 from coordinator.groups.consumer.assignment_forms import by_topic_id
+from coordinator.groups.consumer.client_selection import ClientAssignor
 from coordinator.groups.consumer.env import ConsumerGroupEnv, env_for
 from coordinator.groups.consumer.heartbeat import (
     HeartbeatRequest,
@@ -43,7 +44,16 @@ def _client_host(connection_id: str) -> str:
     return host
 
 
-def _request(ctx: RequestContext, request: Any) -> HeartbeatRequest:
+def _client_assignors(request: Any) -> tuple[ClientAssignor, ...] | None:
+    """The draft's ``ClientAssignors`` tagged field (seed 003), as the group keeps them."""
+    listed = getattr(request, "client_assignors", None)
+    return None if listed is None else tuple(
+        ClientAssignor(a.name, a.minimum_version, a.maximum_version, a.reason, a.version,
+                       bytes(a.metadata)) for a in listed)
+
+
+def _request(ctx: RequestContext, request: Any, client_assignors: bool = False
+             ) -> HeartbeatRequest:
     member_id = request.member_id
     if ctx.version == 0 and not member_id and request.member_epoch == 0:
         member_id = str(uuid.uuid4())  # v0: the coordinator generates the member id
@@ -56,7 +66,8 @@ def _request(ctx: RequestContext, request: Any) -> HeartbeatRequest:
         subscribed_topic_names=request.subscribed_topic_names,
         subscribed_topic_regex=getattr(request, "subscribed_topic_regex", None),
         server_assignor=request.server_assignor, owned=owned,
-        client_id=ctx.header.client_id or "", client_host=_client_host(ctx.connection_id))
+        client_id=ctx.header.client_id or "", client_host=_client_host(ctx.connection_id),
+        client_assignors=_client_assignors(request) if client_assignors else None)
 
 
 _validated_requests: dict[tuple[int, str | None, str], tuple[Any, HeartbeatRequest]] = {}
@@ -71,7 +82,7 @@ def _validated(ctx: RequestContext, request: Any, env: ConsumerGroupEnv) -> Hear
     kept = _validated_requests.get(key)
     if kept is not None and kept[0] is request:
         return kept[1]
-    hb = _request(ctx, request)
+    hb = _request(ctx, request, env.settings.client_assignors)
     validate(hb, env.settings.assignors)  # raises: nothing is kept
     if ctx.version > 0 or request.member_id:  # v0 may get a new member id each time
         if len(_validated_requests) >= _VALIDATED_KEPT:
@@ -102,7 +113,7 @@ def _steady_body(ctx: RequestContext, response: HeartbeatResponse) -> EncodedBod
 
 
 def _response(ctx: RequestContext, response: HeartbeatResponse) -> Any:
-    if response.assignment is None:
+    if response.assignment is None and not response.should_compute_assignment:
         return _steady_body(ctx, response)
     assignment = None
     if response.assignment is not None:
@@ -113,7 +124,8 @@ def _response(ctx: RequestContext, response: HeartbeatResponse) -> Any:
                        member_epoch=response.member_epoch,
                        heartbeat_interval=datetime.timedelta(
                            milliseconds=response.heartbeat_interval_ms),
-                       assignment=assignment)
+                       assignment=assignment,
+                       should_compute_assignment=response.should_compute_assignment)
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:

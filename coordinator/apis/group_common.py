@@ -22,6 +22,17 @@ async def run_on_group(ctx: RequestContext, group_id: str, handler: Callable[[An
         return exc.code
 
 
+async def run_on_group_or_error(ctx: RequestContext, group_id: str,
+                                handler: Callable[[Any, int], Result], name: str) -> Any:
+    """``run_on_group``, with the ``CoordinatorError`` itself (its message too) on failure."""
+    runtime = ctx.broker.runtime
+    try:
+        return await runtime.write(runtime.partition_for(group_id), handler, name=name,
+                                   group_id=group_id)
+    except CoordinatorError as exc:
+        return exc
+
+
 def client_host(ctx: RequestContext) -> str:
     return "/" + ctx.connection_id.rsplit("-", 1)[0].rsplit(":", 1)[0]
 

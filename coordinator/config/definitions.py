@@ -180,6 +180,13 @@ BROKER_CONFIGS: tuple[ConfigDef, ...] = (
     ConfigDef("group.consumer.regex.refresh.interval.ms", INT, 600000,
               "The interval at which the group coordinator refreshes regular expressions.",
               at_least=10000),
+    ConfigDef("group.consumer.client.assignors.enable", BOOL, False,
+              "Serve the KIP-848 draft's client-side assignors (not in any Kafka release): "
+              "members list them in a tagged field of ConsumerGroupHeartbeat, the coordinator "
+              "asks one member to compute the target, which it reads with "
+              "ConsumerGroupPrepareAssignment (API key 8480) and installs with "
+              "ConsumerGroupInstallAssignment (8481). Off: neither API is served nor "
+              "advertised, and the tagged fields are ignored."),
     # --- share groups (KIP-932) -------------------------------------------------------------
     *_group_protocol_family("share", 200, (10, 1000)),
     ConfigDef("group.share.assignors", LIST, ["simple"],

@@ -48,12 +48,17 @@ from storage.records import (
     TxnOffsetCommitKey,
     UserScramCredentialKey,
 )
+from storage.records.client_assignors import (
+    ConsumerGroupClientAssignmentKey,
+    ConsumerGroupMemberClientAssignorsKey,
+)
 
 from . import expiration
 from .classic import session as classic_session
 from .common import group_configs, offsets
 from .common.configs import classic_config, offsets_retention
 from .common.shard import CoordinatorShard, LoadHook, RawReplayer, Replayer
+from .consumer import client_selection
 from .consumer import membership as consumer_membership
 from .consumer import regex as consumer_regex
 from .consumer import replay as consumer_replay
@@ -77,6 +82,8 @@ REPLAYED: tuple[tuple[type, Replayer], ...] = (
     (ConsumerGroupTargetAssignmentMemberKey, consumer_replay.target_member),
     (ConsumerGroupCurrentMemberAssignmentKey, consumer_replay.current_assignment),
     (ConsumerGroupRegularExpressionKey, consumer_regex.replay),
+    (ConsumerGroupMemberClientAssignorsKey, client_selection.replay_assignors),  # 1030
+    (ConsumerGroupClientAssignmentKey, client_selection.replay_assignment),  # 1031
     # share groups (KIP-932)
     (ShareGroupMetadataKey, share_replay.group_metadata),
     (ShareGroupPartitionMetadataKey, share_replay.partition_metadata),

@@ -48,10 +48,11 @@ _INT_EDGES = {
 _SMALL = (-1, 0, 0, 1, 1, 2, 3, 5, 100, 1000)
 
 
-def served() -> list[Served]:
+def served(client_assignors: bool = False) -> list[Served]:
     """Every (api key, version) the registry advertises, the versions Kafka 4.0 removed
-    included."""
-    registry = build_registry()
+    included; with ``client_assignors``, the KIP-848 draft's APIs a server with
+    ``group.consumer.client.assignors.enable`` serves too."""
+    registry = build_registry(client_assignors=client_assignors)
     return [(int(spec.key), version) for spec in registry.specs()
             for version in registry.versions(spec)]
 

@@ -49,6 +49,8 @@ SERVER_OVERRIDES = {
     "connections.max.idle.ms": "30000",
     "metrics.listener": "",
     "control.listener": "",
+    # the KIP-848 draft's client-side assignor APIs are served, and fuzzed, too (seed 003)
+    "group.consumer.client.assignors.enable": "true",
 }
 
 
@@ -181,7 +183,7 @@ def _percentile(ordered: list[float], q: float) -> float | None:
 def soak(frames: int, connections: int = 4, seed: int = 1,
          log_dir: Path | None = None) -> dict[str, Any]:
     """Run the fuzz soak; the figures ``soak fuzz --json`` prints."""
-    corpus = served()
+    corpus = served(client_assignors=True)
     with tempfile.TemporaryDirectory(prefix="soak-fuzz-") as tmp:
         server = ServerProcess((log_dir or Path(tmp)) / "data", dict(SERVER_OVERRIDES),
                                profile="test")

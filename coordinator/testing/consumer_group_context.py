@@ -152,7 +152,8 @@ class ConsumerGroupContext:
                   *, topics: Sequence[str] | None = None, owned: Mapping[str, Iterable[int]]
                   | None = None, rebalance_timeout_ms: int = -1, instance_id: str | None = None,
                   assignor: str | None = None, rack_id: str | None = None,
-                  regex: str | None = None) -> HeartbeatResponse:
+                  regex: str | None = None, client_assignors: Sequence[Any] | None = None,
+                  client_id: str = "client") -> HeartbeatResponse:
         """One heartbeat; raises CoordinatorError like the handler. On epoch 0 the full request
         fields default the way a client sends them."""
         if member_epoch == 0:
@@ -167,7 +168,8 @@ class ConsumerGroupContext:
             subscribed_topic_regex=regex, server_assignor=assignor,
             owned=None if owned is None else tuple(
                 (self.tid(name), tuple(parts)) for name, parts in owned.items()),
-            client_id="client", client_host="/127.0.0.1")
+            client_id=client_id, client_host="/127.0.0.1",
+            client_assignors=None if client_assignors is None else tuple(client_assignors))
         validate(request, self.env.settings.assignors)
         return self.apply(heartbeat(self.shard, self.now, self.env, request))
 

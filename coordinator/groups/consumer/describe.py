@@ -25,6 +25,9 @@ def describe(shard: Any, group_id: str, default_assignor: str) -> GroupDescripti
         return GroupDescription(group_id, ErrorCode.group_id_not_found, message)
     counts = Counter(m.server_assignor for m in group.members.values() if m.server_assignor)
     assignor = max(sorted(counts), key=lambda n: counts[n]) if counts else default_assignor
+    client = group.client_assignment  # the target a client-side assignor computed (seed 003)
+    if client is not None and client.assignment_epoch == group.assignment_epoch:
+        assignor = client.assignor
     return GroupDescription(
         group_id, state=group.state, group_epoch=group.group_epoch,
         assignment_epoch=group.assignment_epoch, assignor=assignor,

@@ -33,6 +33,8 @@ class ConsumerGroupSettings:
     migration_policy: str = "bidirectional"
     """``group.consumer.migration.policy``: bidirectional, upgrade, downgrade or disabled."""
     regex_refresh_interval_ms: int = 600000
+    client_assignors: bool = False
+    """``group.consumer.client.assignors.enable``: the draft's client-side assignors."""
     first_target_window_ms: int = 80
     """How long after the last member joined a new group's first offloaded run waits for more
     (``pacing``; not a config: 0 starts it at the first heartbeat, as seed 000 does)."""
@@ -47,6 +49,7 @@ class ConsumerGroupSettings:
                 "group.consumer.lag.assignor.offset.reset",
                 "group.consumer.lag.assignor.stickiness.tolerance")),
             migration_policy=config["group.consumer.migration.policy"],
+            client_assignors=config["group.consumer.client.assignors.enable"],
         )
 
     @property

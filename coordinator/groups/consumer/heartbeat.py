@@ -26,7 +26,7 @@ from coordinator.runtime import CoordinatorError, Result
 from coordinator.runtime.result import Record
 from protocol import ErrorCode
 
-from . import pacing, records
+from . import client_selection, pacing, records
 from . import regex as consumer_regex
 from .env import ConsumerGroupEnv
 from .membership import (
@@ -54,6 +54,7 @@ from .model import (
 from .offload import (
     arm_after_bump,
     arm_assign_timer,
+    arm_assign_timer_by,
     reschedule_assign_timer,
     start_run,
 )
@@ -85,11 +86,17 @@ class HeartbeatRequest(MemberRequest):
     client_host: str = ""
     classic: ClassicMemberInfo | None = None
     """Set when a classic member's JoinGroup runs as its heartbeat (``migration``)."""
+    client_assignors: tuple[client_selection.ClientAssignor, ...] | None = None
+    """The draft's ``ClientAssignors`` (seed 003): None if unchanged (or the server does not
+    serve client-side assignors)."""
 
 
 @dataclass(frozen=True, slots=True)
 class HeartbeatResponse(MemberResponse):
     assignment: Assignment | None = None
+    should_compute_assignment: bool = False
+    """The draft's ``ShouldComputeAssignment``: the member is chosen to compute the target
+    (``client_selection``)."""
 
 
 def validate(request: HeartbeatRequest, assignors: Iterable[str]) -> None:
@@ -192,6 +199,7 @@ def _replace_static(group: ConsumerGroup, old: ConsumerGroupMember, new_id: str,
         records.current_assignment_tombstone(gid, old.member_id),
         records.target_member_tombstone(gid, old.member_id),
         records.member_metadata_tombstone(gid, old.member_id),
+        *client_selection.tombstones(group, old.member_id),
         records.member_metadata(gid, new),
         records.target_member(gid, new_id, group.target_of(old.member_id)),
         records.current_assignment(gid, new),
@@ -295,6 +303,11 @@ def heartbeat(shard: Any, now_ms: int, env: ConsumerGroupEnv,
     updated = _updated(member, request)
     if is_new or updated != member:
         out.append(records.member_metadata(gid, updated))
+    #    Its client-side assignors (seed 003): a new list bumps the epoch, and the target waits
+    #    for the assign timer, which sees the list.
+    listed = client_selection.listed_change(group, updated.member_id, request.client_assignors) \
+        if settings.client_assignors else []
+    out += listed
     if is_new:
         log.info("member joins the consumer group", group_id=gid, member_id=updated.member_id,
                  instance_id=updated.instance_id)
@@ -313,7 +326,7 @@ def heartbeat(shard: Any, now_ms: int, env: ConsumerGroupEnv,
         regex_records, resolution = consumer_regex.refresh(
             group, wanted, env.topics, now_ms, everything=due, rewrite=due)
     out += regex_records
-    bump = group.group_epoch == 0 or \
+    bump = group.group_epoch == 0 or bool(listed) or \
         updated.subscribed_topic_names != member.subscribed_topic_names or \
         updated.subscribed_topic_regex != member.subscribed_topic_regex or \
         resolution != consumer_regex.resolved_topics(group)
@@ -349,8 +362,8 @@ def heartbeat(shard: Any, now_ms: int, env: ConsumerGroupEnv,
         else:
             arm_assign_timer(shard, env, gid, now_ms + quiet)  # armed already, normally
         target_epoch, target = group.effective_target(target_of)
-    elif group.assignor_run is None and assignment_due(group, group_epoch, now_ms,
-                                                       own.assignment_interval_ms):
+    elif group.assignor_run is None and not listed and assignment_due(
+            group, group_epoch, now_ms, own.assignment_interval_ms):
         members = dict(group.members)
         targets = dict(group.target)
         if replaced is not None:
@@ -406,9 +419,16 @@ def heartbeat(shard: Any, now_ms: int, env: ConsumerGroupEnv,
             run_started=run_started,
             target_ms=now_ms if target_epoch > group.assignment_epoch else None,
             regex_pending=regex_pending)
+    # The chosen member of a client-side computation is told, every heartbeat until it installs
+    # (its time runs from the first: the assign timer checks it).
+    deadline = None if group.client_computation is None else client_selection.notify(
+        group, reconciled, now_ms, own.session_timeout_ms)
+    if deadline is not None:
+        arm_assign_timer_by(shard, env, gid, deadline)
     return Result(out, HeartbeatResponse(
         reconciled.member_id, reconciled.member_epoch, interval,
-        reconciled.assigned_partitions if full or changed else None), completions,
+        reconciled.assigned_partitions if full or changed else None,
+        should_compute_assignment=deadline is not None), completions,
         effect=_both(effect, regex_effect))
 
 

@@ -22,7 +22,7 @@ from coordinator.observability.logs import get_logger
 from coordinator.runtime import Result
 from coordinator.runtime.result import Record
 
-from . import records
+from . import client_selection, records
 from . import regex as consumer_regex
 from .env import ConsumerGroupEnv, installed
 from .model import Assignment, ConsumerGroup, ConsumerGroupMember, MemberState
@@ -105,6 +105,7 @@ def fence_member(shard: Any, env: ConsumerGroupEnv, group: ConsumerGroup,
         records.current_assignment_tombstone(gid, member.member_id),
         records.target_member_tombstone(gid, member.member_id),
         records.member_metadata_tombstone(gid, member.member_id),
+        *client_selection.tombstones(group, member.member_id),
     ]
     still = consumer_regex.regex_counts_after(group, [member], [])
     out += [records.regex_tombstone(gid, regex) for regex in group.resolved_regexes

@@ -159,6 +159,18 @@ class ConsumerGroup:
         self.expedited: tuple[int, int, dict[str, int]] = (0, 0, {})
         """(assignment epoch, shortened heartbeat intervals handed out since, and by member):
         ``pacing``'s bounds, in memory."""
+        self.client_assignors: dict[str, tuple[Any, ...]] = {}
+        """Member id -> the client-side assignors it lists (``client_selection.ClientAssignor``s,
+        its order of preference; ConsumerGroupMemberClientAssignors records, seed 003)."""
+        self.client_assignment: Any = None
+        """Who computed the target with which client-side assignor (the
+        ConsumerGroupClientAssignment record), if a client-side assignor computed it."""
+        self.client_computation: Any = None
+        """The client-side computation in flight (``client_selection.ClientComputation``): in
+        memory, not a record."""
+        self.client_fallback_epoch = 0
+        """The group epoch whose target the server-side assignor computes because no member
+        installed one in time (in memory)."""
         self.job_targets = TargetIndexCache()  # in memory only: speeds up offloaded jobs
         self.assignment_forms = AssignmentForms()  # in memory only: unchanged = same object
         """The offloaded assignor run in flight (seed 000), if any: in memory, not a record."""
@@ -258,6 +270,7 @@ class ConsumerGroup:
         if old is None:
             return
         self.assignment_forms.forget(member_id)
+        self.client_assignors.pop(member_id, None)
         self._count_topics(old.subscribed_topic_names, -1)
         self._count_regex(old.subscribed_topic_regex, -1)
         if old.instance_id is not None:

@@ -44,7 +44,7 @@ from coordinator.observability.logs import get_logger
 from coordinator.runtime import Result
 from coordinator.runtime.result import Record
 
-from . import pacing, records
+from . import client_selection, pacing, records
 from . import regex as consumer_regex
 from .env import ConsumerGroupEnv, installed
 from .lag_inputs import LAG_ASSIGNOR, topic_offsets
@@ -128,6 +128,10 @@ def start_run(shard: Any, env: ConsumerGroupEnv, group: ConsumerGroup, group_epo
     the run, no result; inline: the target records and the result."""
     settings = env.settings
     gid = group.group_id
+    if settings.client_assignors:  # a member's client-side assignor computes it (seed 003)
+        client = client_selection.start(shard, group, group_epoch, members)
+        if client is not None:
+            return [], client, None
     assignor_name = _preferred_assignor(members.values(), settings.default_assignor)
     offsets = (topic_offsets(shard, gid, metadata, env.log_offsets)
                if assignor_name == LAG_ASSIGNOR else None)
@@ -158,10 +162,23 @@ def reschedule_assign_timer(shard: Any, env: ConsumerGroupEnv, group_id: str,
     arm_assign_timer(shard, env, group_id, at_ms)
 
 
+def arm_assign_timer_by(shard: Any, env: ConsumerGroupEnv, group_id: str, at_ms: int) -> None:
+    """Have the group's assign timer fire at ``at_ms`` at the latest."""
+    armed = shard.timers.deadline(pacing.assign_timer_key(group_id))
+    if armed is None or armed > at_ms:
+        reschedule_assign_timer(shard, env, group_id, at_ms)
+
+
 def assign_timer_fired(shard: Any, now_ms: int, env: ConsumerGroupEnv, group_id: str) -> Result:
     """The assign timer: start the run the group's target waits for, if it still does and
     may (no run in flight, the assignment interval passed: else the timer is armed again)."""
     group = shard.groups.get(group_id)
+    if isinstance(group, ConsumerGroup) and group.client_computation is not None:
+        verdict = client_selection.check(group, now_ms)  # seed 003: its member left, or late
+        if not verdict.fall_back:
+            if verdict.wait_until is not None:
+                arm_assign_timer(shard, env, group_id, verdict.wait_until)
+            return Result()
     if (not isinstance(group, ConsumerGroup) or not group.members
             or group.assignor_run is not None or group.group_epoch <= group.assignment_epoch):
         return Result()

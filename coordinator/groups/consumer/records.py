@@ -25,6 +25,7 @@ from storage.records import (
     ConsumerGroupTargetAssignmentMetadataValue,
 )
 
+from . import client_selection
 from .assignment_forms import AssignmentForms, topic_partitions
 from .model import Assignment, ConsumerGroup, ConsumerGroupMember
 
@@ -110,6 +111,7 @@ def group_tombstones(group: ConsumerGroup) -> list[Record]:
                 target_member_tombstone(gid, member_id),
                 member_metadata_tombstone(gid, member_id)]
     out += [regex_tombstone(gid, regex) for regex in group.resolved_regexes]
+    out += client_selection.group_tombstones(group)
     out += [(target_metadata(gid, 0, 0)[0], None),
             (subscription_metadata(gid, ())[0], None),
             (group_epoch(gid, 0)[0], None)]

@@ -30,7 +30,8 @@ def is_steady_request(request: HeartbeatRequest) -> bool:
             and request.rack_id is None and request.rebalance_timeout_ms == -1
             and request.subscribed_topic_names is None
             and request.subscribed_topic_regex is None and request.server_assignor is None
-            and request.owned is None and request.classic is None)
+            and request.owned is None and request.classic is None
+            and request.client_assignors is None)
 
 
 def steady_heartbeat(shard: Any, now_ms: int, env: ConsumerGroupEnv,
