@@ -180,6 +180,15 @@ BROKER_CONFIGS: tuple[ConfigDef, ...] = (
     ConfigDef("group.consumer.regex.refresh.interval.ms", INT, 600000,
               "The interval at which the group coordinator refreshes regular expressions.",
               at_least=10000),
+    ConfigDef("group.consumer.scheduled.rebalance.max.delay.ms", INT, 0,
+              "How long the partitions of a consumer group member that left or was fenced are "
+              "held unassigned, in case it comes back, before they are spread over the others "
+              "(seed 004's deferred resolution); a member joining meanwhile gets them at once. "
+              "0 spreads them at once.", at_least=0),
+    ConfigDef("group.consumer.assignment.max.moves", INT, 0,
+              "The most partitions a new target assignment of a consumer group moves away from "
+              "members that have them; the rest move in later targets, an assignment interval "
+              "apart (seed 004's incremental resolution). 0 is unbounded.", at_least=0),
     # --- share groups (KIP-932) -------------------------------------------------------------
     *_group_protocol_family("share", 200, (10, 1000)),
     ConfigDef("group.share.assignors", LIST, ["simple"],

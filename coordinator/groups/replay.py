@@ -17,6 +17,7 @@ from storage.records import (
     AccessControlEntryKey,
     ConfigRecordKey,
     ConsumerGroupCurrentMemberAssignmentKey,
+    ConsumerGroupHeldPartitionsKey,
     ConsumerGroupMemberMetadataKey,
     ConsumerGroupMetadataKey,
     ConsumerGroupPartitionMetadataKey,
@@ -54,6 +55,8 @@ from .classic import session as classic_session
 from .common import group_configs, offsets
 from .common.configs import classic_config, offsets_retention
 from .common.shard import CoordinatorShard, LoadHook, RawReplayer, Replayer
+from .consumer import holds as consumer_holds
+from .consumer import imbalance as consumer_imbalance
 from .consumer import membership as consumer_membership
 from .consumer import regex as consumer_regex
 from .consumer import replay as consumer_replay
@@ -77,6 +80,7 @@ REPLAYED: tuple[tuple[type, Replayer], ...] = (
     (ConsumerGroupTargetAssignmentMemberKey, consumer_replay.target_member),
     (ConsumerGroupCurrentMemberAssignmentKey, consumer_replay.current_assignment),
     (ConsumerGroupRegularExpressionKey, consumer_regex.replay),
+    (ConsumerGroupHeldPartitionsKey, consumer_imbalance.replay),  # deferred resolution (1020)
     # share groups (KIP-932)
     (ShareGroupMetadataKey, share_replay.group_metadata),
     (ShareGroupPartitionMetadataKey, share_replay.partition_metadata),
@@ -127,6 +131,7 @@ NOT_REPLAYED: Mapping[type, str] = {
 
 LOAD_HOOKS: tuple[LoadHook, ...] = (
     consumer_membership.rearm_on_load,  # session and rebalance timeouts of consumer members
+    consumer_holds.rearm_on_load,  # release timers of consumer groups' held partitions
     classic_session.arm_loaded_sessions,  # session timeouts of classic members
     share_heartbeat.rearm_on_load,  # session timeouts of share members
     streams_heartbeat.rearm_on_load,  # session and rebalance timeouts of streams members

@@ -26,6 +26,7 @@ from storage.records import (
     configs,
     consumer,
     group_config,
+    imbalance,
     offsets,
     scram,
     share,
@@ -50,7 +51,7 @@ class RecordType:
 def _pairs() -> list[tuple[type[Any], type[Any]]]:
     pairs: list[tuple[type[Any], type[Any]]] = []
     for module in (offsets, classic, consumer, share, streams, topics, group_config, acls,
-                   scram, transactions, configs):
+                   scram, transactions, configs, imbalance):
         for name, obj in vars(module).items():
             if name.endswith("Key") and isinstance(obj, type) and hasattr(obj, "TYPE_ID"):
                 value_cls = getattr(module, name[: -len("Key")] + "Value")

@@ -44,7 +44,7 @@ from coordinator.observability.logs import get_logger
 from coordinator.runtime import Result
 from coordinator.runtime.result import Record
 
-from . import pacing, records
+from . import imbalance, pacing, records
 from . import regex as consumer_regex
 from .env import ConsumerGroupEnv, installed
 from .lag_inputs import LAG_ASSIGNOR, topic_offsets
@@ -128,6 +128,8 @@ def start_run(shard: Any, env: ConsumerGroupEnv, group: ConsumerGroup, group_epo
     the run, no result; inline: the target records and the result."""
     settings = env.settings
     gid = group.group_id
+    policy = imbalance.policy_of(group_settings(shard, env, gid))
+    offload = offload and not (policy.on or group.held)  # inline: see ``imbalance``
     assignor_name = _preferred_assignor(members.values(), settings.default_assignor)
     offsets = (topic_offsets(shard, gid, metadata, env.log_offsets)
                if assignor_name == LAG_ASSIGNOR else None)
@@ -139,9 +141,16 @@ def start_run(shard: Any, env: ConsumerGroupEnv, group: ConsumerGroup, group_epo
         return [], start_effect(shard, gid, prepared, env.offloader, now_ms, env), None
     result = build_target(group, group_epoch, members, targets, metadata,
                           env.assignor(assignor_name), now_ms, offsets,
-                          dict(settings.lag_options))
+                          dict(settings.lag_options), policy)
     log.info("computed target assignment", group_id=gid, assignment_epoch=result.epoch,
              assignor=assignor_name, members=len(members), assign_ms=round(result.assign_ms, 2))
+    if result.next_round:  # incremental resolution: the next round, once the interval passed
+        def next_round() -> None:
+            current = shard.groups.get(gid)
+            if isinstance(current, ConsumerGroup):
+                arm_after_bump(shard, env, current, now_ms)
+
+        return result.records, next_round, result
     return result.records, None, result
 
 
