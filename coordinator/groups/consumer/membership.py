@@ -155,8 +155,9 @@ def remove_members(shard: Any, env: ConsumerGroupEnv, group: ConsumerGroup,
                           result.effect)
     out: list[Record] = []
     for member in members:
-        out += hold_removed(shard, env, group, member, now_ms, reason)
+        held = hold_removed(shard, env, group, member, now_ms, reason)
         out += fence_member(shard, env, group, member)
+        out += held
     if len(members) > 1:
         # Each fence_member saw one removal: the subscriptions after all of them.
         metadata = subscription_metadata(
