@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, cast
 
 from coordinator.groups.consumer.env import ConsumerGroupSettings
@@ -82,10 +83,9 @@ class Run:
                 member = self.ctx.group().member(member_id)
                 if member is None:
                     continue
-                owned = self.ctx.named(member.assigned_partitions).get("t", set())
-                self._do(lambda m=member_id, e=member.member_epoch, o=owned:
-                         self.ctx.heartbeat(member_id=m, member_epoch=e,
-                                            owned={"t": sorted(o)}))
+                self._do(partial(self.ctx.heartbeat, member_id=member_id,
+                                 member_epoch=member.member_epoch, owned={"t": sorted(
+                                     self.ctx.named(member.assigned_partitions).get("t", ()))}))
 
     def mark(self) -> None:
         """Show events from now on."""
@@ -121,30 +121,21 @@ def _fields(e: dict[str, Any]) -> str:
     return f"{e['member']} {parts}"
 
 
-def pod_restart(delay_ms: int) -> list[str]:
-    """Three members over 6 partitions; c's pod dies, and a new pod (d) joins 5 s after its
-    session expired."""
+def pod_restart(delay_ms: int, back_after_ms: int | None = 5000) -> list[str]:
+    """Three members over 6 partitions; c's pod dies, and a new pod (d) joins
+    ``back_after_ms`` after its session expired (None: no pod comes back)."""
     run = Run(6, scheduled_rebalance_max_delay_ms=delay_ms, assignment_interval_ms=0)
     for member_id in "abc":
         run.join(member_id)
     run.run(3000)
     run.kill("c")
     run.mark()
-    run.run(3300 + 5000)
+    if back_after_ms is None:
+        run.run(3300 + delay_ms + 1000)
+        return run.lines()
+    run.run(3300 + back_after_ms)
     run.join("d")
     run.run(3000)
-    return run.lines()
-
-
-def pod_gone(delay_ms: int) -> list[str]:
-    """As ``pod_restart``, but no pod comes back."""
-    run = Run(6, scheduled_rebalance_max_delay_ms=delay_ms, assignment_interval_ms=0)
-    for member_id in "abc":
-        run.join(member_id)
-    run.run(3000)
-    run.kill("c")
-    run.mark()
-    run.run(3300 + delay_ms + 1000)
     return run.lines()
 
 
@@ -172,7 +163,7 @@ SCENARIOS: dict[str, Callable[[], list[str]]] = {
     "pod restart, consumer.scheduled.rebalance.max.delay.ms=10000":
         lambda: pod_restart(10_000),
     "pod gone for good, consumer.scheduled.rebalance.max.delay.ms=10000":
-        lambda: pod_gone(10_000),
+        lambda: pod_restart(10_000, None),
     "scale-up 2 -> 4, consumer.assignment.max.moves=0 (unbounded)": lambda: scale_up(0),
     "scale-up 2 -> 4, consumer.assignment.max.moves=2": lambda: scale_up(2),
 }

@@ -4,9 +4,13 @@ checked with the clients' own rebalance callbacks and the rebalance timeline."""
 
 from __future__ import annotations
 
+import json
 import math
 import time
+import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -56,32 +60,51 @@ def callbacks_after(group: Group, since: float, name: str) -> list[tuple[str, An
                 if t > since and who == name and tps and kind in ("assign", "revoke", "lost")]
 
 
-def kill_and_wait_held(server: ServerProcess, group: Group, topic: str
-                       ) -> tuple[dict[str, set[tuple[str, int]]], float, dict[str, Any]]:
-    """Three members settle over 6 partitions; the third is killed: (ownership before, when it
-    was killed, the timeline's ``held`` event once its session expired)."""
-    partitions = {(topic, p) for p in range(6)}
-    for _ in range(3):
-        group.add()
-    wait_until(lambda: settled(group, partitions, 3), 30, message="three members balanced")
-    before = group.ownership()
-    victim = group.members["m3"]
-    victim.kill()
-    killed_at = time.monotonic()
-    group.mark_killed(victim)
-    held = wait_until(lambda: events(server, group.group, "held"), 20,
-                      message="the killed member's partitions to be held")
-    assert len(held) == 1 and parts(held[0]) == before["m3"]
-    assert held[0]["reason"] == "session-expired"
-    return before, killed_at, held[0]
+@dataclass
+class Killed:
+    group: Group
+    before: dict[str, set[tuple[str, int]]]
+    """Who owned what before the kill."""
+    killed_at: float
+    held: dict[str, Any]
+    """The timeline's ``held`` event."""
+
+
+@contextmanager
+def one_of_three_killed(server: ServerProcess, topic: str) -> Iterator[Killed]:
+    """Three members settle over 6 partitions; the third is killed and its session expires
+    (its partitions held: the timeline and ``GET /groups/<group>/held`` say so)."""
+    create_topic(server.bootstrap, topic, 6)
+    group = Group(server.bootstrap, topic, [topic])
+    try:
+        for _ in range(3):
+            group.add()
+        wait_until(lambda: settled(group, {(topic, p) for p in range(6)}, 3), 30,
+                   message="three members balanced")
+        before = group.ownership()
+        victim = group.members["m3"]
+        victim.kill()
+        killed_at = time.monotonic()
+        group.mark_killed(victim)
+        held = wait_until(lambda: events(server, topic, "held"), 20,
+                          message="the killed member's partitions to be held")
+        assert len(held) == 1 and parts(held[0]) == before["m3"]
+        assert held[0]["reason"] == "session-expired"
+        with urllib.request.urlopen(f"{server.control_url}/groups/{topic}/held") as answer:
+            shown = json.load(answer)["held"]
+        assert [(h["member"], h["deadline_ms"], h["reason"]) for h in shown] == [
+            (held[0]["member"], held[0]["deadline_ms"], "session-expired")]
+        assert {(topic, p) for p in shown[0]["partitions"][topic]} == before["m3"]
+        yield Killed(group, before, killed_at, held[0])
+    finally:
+        group.stop_all()
 
 
 def test_a_new_process_within_the_delay_gets_only_the_dead_members_partitions(
         deferred_server: ServerProcess) -> None:
-    create_topic(deferred_server.bootstrap, "pods", 6)
-    group = Group(deferred_server.bootstrap, "pods", ["pods"])
-    try:
-        before, killed_at, held = kill_and_wait_held(deferred_server, group, "pods")
+    with one_of_three_killed(deferred_server, "pods") as killed:
+        group, before, killed_at, held = (killed.group, killed.before, killed.killed_at,
+                                          killed.held)
         assert time.time() * 1000 < held["deadline_ms"] - 2000
         group.add()  # the pod restarted: a new process, a new member id
         wait_until(lambda: group.ownership().get("m4") == before["m3"], 20,
@@ -96,16 +119,12 @@ def test_a_new_process_within_the_delay_gets_only_the_dead_members_partitions(
         group.check_never_doubled()
         assert_no_partition_owned_twice(Timeline.fetch(deferred_server.control_url,
                                                        "pods").events)
-    finally:
-        group.stop_all()
 
 
 def test_without_a_new_process_the_partitions_are_spread_after_the_delay_not_before(
         deferred_server: ServerProcess) -> None:
-    create_topic(deferred_server.bootstrap, "gone", 6)
-    group = Group(deferred_server.bootstrap, "gone", ["gone"])
-    try:
-        before, _, held = kill_and_wait_held(deferred_server, group, "gone")
+    with one_of_three_killed(deferred_server, "gone") as killed:
+        group, before, held = killed.group, killed.before, killed.held
         survivors = before["m1"] | before["m2"]
         deadline_s = held["deadline_ms"] / 1000
         while time.time() < deadline_s - 0.5:  # held until the deadline
@@ -123,8 +142,6 @@ def test_without_a_new_process_the_partitions_are_spread_after_the_delay_not_bef
         assert late and all(e["timestamp"] >= held["deadline_ms"] for e in late)
         group.check_never_doubled()
         assert_no_partition_owned_twice(timeline.events)
-    finally:
-        group.stop_all()
 
 
 def test_a_scale_up_from_4_to_8_moves_at_most_8_partitions_per_target(

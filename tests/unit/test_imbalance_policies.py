@@ -105,7 +105,7 @@ def scenarios(draw: st.DrawFn) -> tuple[dict[str, Items], dict[str, Items], list
     previous = {m: frozenset(i for i in items if owner[i] == m) for m in before if m not in gone}
     holds = [Hold(m, frozenset(i for i in items if owner[i] == m),
                   draw(st.integers(0, 20)), "left") for m in gone]
-    proposal = {m: frozenset() for m in now}
+    proposal: dict[str, Items] = {m: frozenset() for m in now}
     for i in items:
         m = draw(st.sampled_from(now))
         proposal[m] = proposal[m] | {i}

@@ -12,17 +12,14 @@ from typing import Any
 
 from coordinator.groups.modern import members as member_rules
 from coordinator.groups.modern.deferred import new_hold, next_deadline
-from coordinator.groups.modern.subscription import next_group_epoch
-from coordinator.observability import sensors
 from coordinator.observability.logs import get_logger
 from coordinator.runtime import Result
 from coordinator.runtime.result import Record
 
-from . import records
 from .env import ConsumerGroupEnv, installed
 from .imbalance import held_record, held_tombstone, items_of, policy_of
 from .model import ConsumerGroup, ConsumerGroupMember
-from .offload import arm_after_bump
+from .offload import bump_epoch
 from .settings import group_settings
 
 log = get_logger("coordinator.groups.consumer")
@@ -79,12 +76,7 @@ def release_due(shard: Any, now_ms: int, env: ConsumerGroupEnv, group_id: str) -
              members=[h.member_id for h in ended],
              partitions=sum(len(h.items) for h in ended))
     if group.members:
-        epoch = next_group_epoch(group)
-        out.append(records.group_epoch(group_id, epoch))
-        log.info("bumped group epoch", group_id=group_id, group_epoch=epoch,
-                 reason="held partitions released")
-        sensors.record_rebalance(group_id)
-        arm_after_bump(shard, env, group, now_ms)
+        out.append(bump_epoch(shard, env, group, now_ms, "held partitions released"))
     return Result(out)
 
 

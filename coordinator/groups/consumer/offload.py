@@ -39,7 +39,9 @@ from coordinator.groups.common.offload import (
     install_result,
     start_run_effect,
 )
+from coordinator.groups.modern.subscription import next_group_epoch
 from coordinator.groups.modern.target import assignment_due, offloaded
+from coordinator.observability import sensors
 from coordinator.observability.logs import get_logger
 from coordinator.runtime import Result
 from coordinator.runtime.result import Record
@@ -198,6 +200,17 @@ def arm_after_bump(shard: Any, env: ConsumerGroupEnv, group: ConsumerGroup,
     own = group_settings(shard, env, group.group_id)
     arm_assign_timer(shard, env, group.group_id,
                      pacing.next_run_at(group, now_ms, own.assignment_interval_ms))
+
+
+def bump_epoch(shard: Any, env: ConsumerGroupEnv, group: ConsumerGroup, now_ms: int,
+               reason: str) -> Record:
+    """The record bumping the group epoch outside a heartbeat (why: ``reason``), the run it
+    makes due armed (``arm_after_bump``)."""
+    epoch = next_group_epoch(group)
+    log.info("bumped group epoch", group_id=group.group_id, group_epoch=epoch, reason=reason)
+    sensors.record_rebalance(group.group_id)
+    arm_after_bump(shard, env, group, now_ms)
+    return records.group_epoch(group.group_id, epoch)
 
 
 def _preferred_assignor(members: Iterable[ConsumerGroupMember], default: str) -> str:
