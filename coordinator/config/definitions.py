@@ -229,6 +229,11 @@ BROKER_CONFIGS: tuple[ConfigDef, ...] = (
               "records.", at_least=0, at_most=500),
     # --- streams groups (KIP-1071) ----------------------------------------------------------
     *_group_protocol_family("streams", INT_MAX, (1, None)),
+    ConfigDef("group.streams.scheduled.rebalance.max.delay.ms", INT, 0,
+              "How long the active tasks of a streams group member that left or was fenced "
+              "are held unassigned, in case it comes back, before they are spread over the "
+              "others (seed 004's deferred resolution); a member joining meanwhile gets them at "
+              "once. 0 spreads them at once.", at_least=0),
     ConfigDef("group.streams.num.standby.replicas", INT, 0,
               "The number of standby replicas for each task.", at_least=0),
     ConfigDef("group.streams.max.standby.replicas", INT, 2,

@@ -75,6 +75,7 @@ from storage.records import (
     ShareGroupTargetAssignmentMemberKey,
     ShareGroupTargetAssignmentMetadataKey,
     StreamsGroupCurrentMemberAssignmentKey,
+    StreamsGroupHeldTasksKey,
     StreamsGroupMemberMetadataKey,
     StreamsGroupMetadataKey,
     StreamsGroupTargetAssignmentMemberKey,
@@ -112,6 +113,7 @@ _ROLES: dict[type, tuple[str, int]] = {
     StreamsGroupTargetAssignmentMetadataKey: (STREAMS, _TARGET_META),
     StreamsGroupTargetAssignmentMemberKey: (STREAMS, _TARGET),
     StreamsGroupCurrentMemberAssignmentKey: (STREAMS, _CURRENT),
+    StreamsGroupHeldTasksKey: (STREAMS, _HELD),
 }
 
 GROUP_OF: dict[type, Callable[[Any], str]] = {
@@ -323,22 +325,24 @@ class _Deriver:
                       deferred=note["deferred"])
 
     def _held(self, group: _Group, ts: int, offset: int, member_id: str, value: Any) -> None:
+        gtype = group.group_type
         before, deadline = group.held.get(member_id, (_NOTHING, 0))
         if value is None:
             group.held.pop(member_id, None)
             if before:
                 self.emit(ts, offset, "released", member=member_id,
-                          **self._parts(CONSUMER, before),
+                          **self._parts(gtype, before),
                           reason="expired" if ts >= deadline else "taken")
             return
-        now = _target_held(CONSUMER, value)
+        now = (frozenset(_tasks("active", value.active_tasks)) if gtype == STREAMS
+               else _target_held(gtype, value))
         group.held[member_id] = (now, value.deadline_ms)
         if now - before:
-            self.emit(ts, offset, "held", member=member_id, **self._parts(CONSUMER, now - before),
+            self.emit(ts, offset, "held", member=member_id, **self._parts(gtype, now - before),
                       deadline_ms=value.deadline_ms, reason=value.reason)
         if before - now:
             self.emit(ts, offset, "released", member=member_id,
-                      **self._parts(CONSUMER, before - now), reason="taken")
+                      **self._parts(gtype, before - now), reason="taken")
 
     def _current(self, group: _Group, ts: int, offset: int, member_id: str, value: Any) -> None:
         gtype = group.group_type

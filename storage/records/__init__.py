@@ -36,6 +36,8 @@ from storage.records.group_config import GroupConfigKey, GroupConfigValue
 from storage.records.imbalance import (
     ConsumerGroupHeldPartitionsKey,
     ConsumerGroupHeldPartitionsValue,
+    StreamsGroupHeldTasksKey,
+    StreamsGroupHeldTasksValue,
 )
 from storage.records.offsets import OffsetCommitKey, OffsetCommitValue
 from storage.records.registry import (
@@ -174,6 +176,8 @@ __all__ = [
     "ShareUpdateValue",
     "StreamsGroupCurrentMemberAssignmentKey",
     "StreamsGroupCurrentMemberAssignmentValue",
+    "StreamsGroupHeldTasksKey",
+    "StreamsGroupHeldTasksValue",
     "StreamsGroupMemberMetadataKey",
     "StreamsGroupMemberMetadataValue",
     "StreamsGroupMetadataKey",

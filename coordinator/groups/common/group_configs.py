@@ -44,6 +44,8 @@ _BROKER_DEFAULTS: dict[str, tuple[ConfigType, str | None, Any]] = {
                                            None),
     "streams.assignment.interval.ms": (INT, None, -1),
     "streams.assignor.offload.enable": (BOOL, None, None),
+    "streams.scheduled.rebalance.max.delay.ms": (
+        INT, "group.streams.scheduled.rebalance.max.delay.ms", None),
 }
 
 _DOCS = {
@@ -118,7 +120,8 @@ def validate(overrides: Mapping[str, str], broker_config: Any) -> dict[str, Any]
                                "partition.max.record.locks")):
         _bounded(name, effective[name], broker_config, f"group.share.min.{broker_name}",
                  f"group.share.max.{broker_name}")
-    for name in ("consumer.scheduled.rebalance.max.delay.ms", "consumer.assignment.max.moves"):
+    for name in ("consumer.scheduled.rebalance.max.delay.ms", "consumer.assignment.max.moves",
+                 "streams.scheduled.rebalance.max.delay.ms"):
         if effective[name] < 0:
             raise GroupConfigError(f"{name} must be greater than or equal to 0")
     standby = effective["streams.num.standby.replicas"]
@@ -203,6 +206,7 @@ class StreamsGroupOverrides(ModernGroupOverrides):
 
     num_standby_replicas: int | None = None
     initial_rebalance_delay_ms: int | None = None
+    scheduled_rebalance_max_delay_ms: int | None = None
 
 
 _NO_CONSUMER_OVERRIDES = ConsumerGroupOverrides()
@@ -292,4 +296,5 @@ def _parse_streams_overrides(stored: Mapping[str, str]) -> StreamsGroupOverrides
     return StreamsGroupOverrides(
         **_modern_overrides(parsed, "streams"),
         num_standby_replicas=parsed("streams.num.standby.replicas"),
-        initial_rebalance_delay_ms=parsed("streams.initial.rebalance.delay.ms"))
+        initial_rebalance_delay_ms=parsed("streams.initial.rebalance.delay.ms"),
+        scheduled_rebalance_max_delay_ms=parsed("streams.scheduled.rebalance.max.delay.ms"))

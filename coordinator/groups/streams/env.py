@@ -22,6 +22,8 @@ class StreamsGroupSettings:
     initial_rebalance_delay_ms: int = 3000
     assignment_interval_ms: int = 1000
     assignor_offload: bool = True
+    scheduled_rebalance_max_delay_ms: int = 0
+    """Deferred resolution's delay (``holds``); 0 is off."""
 
     @classmethod
     def from_config(cls, config: Any) -> StreamsGroupSettings:
@@ -29,6 +31,8 @@ class StreamsGroupSettings:
             **broker_configs(config, "streams"),
             num_standby_replicas=config["group.streams.num.standby.replicas"],
             initial_rebalance_delay_ms=config["group.streams.initial.rebalance.delay.ms"],
+            scheduled_rebalance_max_delay_ms=config[
+                "group.streams.scheduled.rebalance.max.delay.ms"],
         )
 
 
@@ -46,6 +50,7 @@ class GroupSettings(Settings):
 
     num_standby_replicas: int
     initial_rebalance_delay_ms: int
+    scheduled_rebalance_max_delay_ms: int = 0
 
 
 def group_settings(shard: Any, env: StreamsGroupEnv, group_id: str) -> GroupSettings:

@@ -26,7 +26,7 @@ from coordinator.observability.logs import get_logger
 from coordinator.runtime import Result
 from coordinator.runtime.result import Record
 
-from . import records
+from . import holds, records
 from .model import EMPTY_TASKS, StreamsGroup, StreamsGroupMember, TasksTuple
 from .task_job import MemberTasks, TaskAssignorJob, TaskJobResult, pack, run_task_job, unpack
 
@@ -87,14 +87,24 @@ def target_records(group: StreamsGroup, changed: Sequence[tuple[str, MemberTasks
 
 
 def compute_inline(group: StreamsGroup, prepared: PreparedTaskJob,
-                   members: Mapping[str, StreamsGroupMember], now_ms: int
-                   ) -> tuple[dict[str, TasksTuple], list[Record]]:
+                   members: Mapping[str, StreamsGroupMember], now_ms: int,
+                   delay_ms: int | None = None) -> tuple[dict[str, TasksTuple], list[Record]]:
     """Run the assignor now; the new targets by member and the records (the target metadata
-    last, with the computation's finish time)."""
+    last, with the computation's finish time). ``delay_ms``: the group's deferred resolution
+    (``holds``) is on, with that delay."""
     outcome = run_inline(prepared)
-    new, out = target_records(group, outcome.changed, members)
+    changed: Sequence[tuple[str, MemberTasks]] = outcome.changed
+    held: list[Record] = []
+    if delay_ms is not None:
+        proposal = {m: group.target_of(m) for m in members}
+        proposal.update((m, to_tasks(tasks)) for m, tasks in changed if m in members)
+        resolved, held = holds.apply(group, proposal, delay_ms, now_ms)
+        changed = [(m, (pack(t.active), pack(t.standby), pack(t.warmup)))
+                   for m, t in resolved.items()]
+    new, out = target_records(group, changed, members)
     job = prepared.job
     out.append(records.target_metadata(group.group_id, job.group_epoch, now_ms))
+    out += held
     sensors.record_assignment(group.group_id, job.assignor, outcome.assign_ms, outcome.moved)
     log.info("computed target assignment", group_id=group.group_id,
              assignment_epoch=job.group_epoch, members=len(members),
