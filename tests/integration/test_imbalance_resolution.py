@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
 
 from kafka_coordinator.timeline import Timeline, assert_no_partition_owned_twice
 from tests.harness import ServerProcess, wait_until
@@ -41,8 +42,7 @@ def deferred_server(tmp_path: Path) -> Iterator[ServerProcess]:
 @pytest.fixture
 def incremental_server(tmp_path: Path) -> Iterator[ServerProcess]:
     with ServerProcess(tmp_path / "data", {
-            **BASE, "group.consumer.assignment.interval.ms": "1000",
-            "group.consumer.assignment.max.moves": "8"}) as process:
+            **BASE, "group.consumer.assignment.interval.ms": "1000"}) as process:
         yield process
 
 
@@ -148,6 +148,14 @@ def test_a_scale_up_from_4_to_8_moves_at_most_8_partitions_per_target(
         incremental_server: ServerProcess) -> None:
     create_topic(incremental_server.bootstrap, "wide", 64)
     partitions = {("wide", p) for p in range(64)}
+    admin = KafkaAdminClient(bootstrap_servers=incremental_server.bootstrap,
+                             request_timeout_ms=10000)
+    try:  # the group's own config (IncrementalAlterConfigs on the GROUP resource)
+        wait_until(lambda: admin.alter_configs([ConfigResource(
+            ConfigResourceType.GROUP, "wide", configs={"consumer.assignment.max.moves": "8"})])
+            == {"group": {"wide": "OK"}}, 30, message="the group config to be set")
+    finally:
+        admin.close()
     group = Group(incremental_server.bootstrap, "wide", ["wide"])
     try:
         for _ in range(4):

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from coordinator.config import ServerConfig
 from coordinator.groups.common.group_configs import GroupConfigError, validate
 from coordinator.groups.consumer.env import ConsumerGroupSettings
 from coordinator.groups.consumer.holds import rearm_on_load, release_key
@@ -218,28 +219,11 @@ def test_rounds_respect_racks() -> None:
 
 
 def test_the_group_configs_validate() -> None:
-    broker = {**{f"group.{kind}.{what}": value for kind in ("consumer", "share", "streams")
-                 for what, value in (("session.timeout.ms", 45000), ("heartbeat.interval.ms",
-                                     5000), ("min.session.timeout.ms", 45000),
-                                     ("max.session.timeout.ms", 60000),
-                                     ("min.heartbeat.interval.ms", 5000),
-                                     ("max.heartbeat.interval.ms", 15000),
-                                     ("min.assignment.interval.ms", 0),
-                                     ("max.assignment.interval.ms", 15000))},
-              "group.consumer.scheduled.rebalance.max.delay.ms": 0,
-              "group.consumer.assignment.max.moves": 0,
-              "group.share.record.lock.duration.ms": 30000,
-              "group.share.min.record.lock.duration.ms": 15000,
-              "group.share.max.record.lock.duration.ms": 60000,
-              "group.share.delivery.count.limit": 5, "group.share.min.delivery.count.limit": 2,
-              "group.share.max.delivery.count.limit": 10,
-              "group.share.partition.max.record.locks": 2000,
-              "group.share.min.partition.max.record.locks": 100,
-              "group.share.max.partition.max.record.locks": 10000,
-              "group.streams.num.standby.replicas": 0, "group.streams.max.standby.replicas": 2,
-              "group.streams.initial.rebalance.delay.ms": 3000}
+    broker = ServerConfig.from_sources({})
     assert validate({"consumer.scheduled.rebalance.max.delay.ms": "10000",
-                     "consumer.assignment.max.moves": "8"}, broker) == {
-        "consumer.scheduled.rebalance.max.delay.ms": 10000, "consumer.assignment.max.moves": 8}
+                     "consumer.assignment.max.moves": "8",
+                     "streams.scheduled.rebalance.max.delay.ms": "5000"}, broker) == {
+        "consumer.scheduled.rebalance.max.delay.ms": 10000, "consumer.assignment.max.moves": 8,
+        "streams.scheduled.rebalance.max.delay.ms": 5000}
     with pytest.raises(GroupConfigError, match="greater than or equal to 0"):
         validate({"consumer.assignment.max.moves": "-1"}, broker)
