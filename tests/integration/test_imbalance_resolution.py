@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -90,8 +91,7 @@ def one_of_three_killed(server: ServerProcess, topic: str) -> Iterator[Killed]:
                           message="the killed member's partitions to be held")
         assert len(held) == 1 and parts(held[0]) == before["m3"]
         assert held[0]["reason"] == "session-expired"
-        with urllib.request.urlopen(f"{server.control_url}/groups/{topic}/held") as answer:
-            shown = json.load(answer)["held"]
+        shown = held_now(server, topic)
         assert [(h["member"], h["deadline_ms"], h["reason"]) for h in shown] == [
             (held[0]["member"], held[0]["deadline_ms"], "session-expired")]
         assert {(topic, p) for p in shown[0]["partitions"][topic]} == before["m3"]
@@ -119,6 +119,32 @@ def test_a_new_process_within_the_delay_gets_only_the_dead_members_partitions(
         group.check_never_doubled()
         assert_no_partition_owned_twice(Timeline.fetch(deferred_server.control_url,
                                                        "pods").events)
+
+
+def held_now(server: ServerProcess, group: str) -> list[dict[str, Any]]:
+    """``GET /groups/<group>/held`` (nothing while the group's partition loads)."""
+    try:
+        with urllib.request.urlopen(f"{server.control_url}/groups/{group}/held") as answer:
+            held: list[dict[str, Any]] = json.load(answer)["held"]
+    except urllib.error.HTTPError as exc:
+        if exc.code == 503:
+            return []
+        raise
+    return held
+
+
+def test_held_partitions_survive_a_coordinator_restart(deferred_server: ServerProcess) -> None:
+    with one_of_three_killed(deferred_server, "bounce") as killed:
+        shown = held_now(deferred_server, "bounce")
+        deferred_server.restart().wait_loaded()
+        assert wait_until(lambda: held_now(deferred_server, "bounce"), 20,
+                          message="the group's partition to load") == shown
+        killed.group.add()
+        wait_until(lambda: killed.group.ownership().get("m4") == killed.before["m3"], 20,
+                   message="the new member to own the dead member's partitions")
+        assert time.time() * 1000 < killed.held["deadline_ms"]
+        assert held_now(deferred_server, "bounce") == []
+        killed.group.check_never_doubled()
 
 
 def test_without_a_new_process_the_partitions_are_spread_after_the_delay_not_before(

@@ -227,3 +227,22 @@ def test_the_group_configs_validate() -> None:
         "streams.scheduled.rebalance.max.delay.ms": 5000}
     with pytest.raises(GroupConfigError, match="greater than or equal to 0"):
         validate({"consumer.assignment.max.moves": "-1"}, broker)
+
+
+def test_once_joining_members_took_the_held_partitions_the_others_rebalance() -> None:
+    ctx = context(12, interval_ms=1000, scheduled_rebalance_max_delay_ms=DELAY)
+    for member_id in ("a", "b", "c"):
+        ctx.heartbeat(member_id=member_id, topics=["t"])
+    settle(ctx, step_ms=250)
+    before = {m: target(ctx, m) for m in "abc"}  # 4 each
+    ctx.heartbeat(member_id="c", member_epoch=-1)
+    settle(ctx, step_ms=250)  # the target without c: nothing moved
+    ctx.advance(100)
+    ctx.heartbeat(member_id="d", topics=["t"])  # both within the interval: one target
+    ctx.heartbeat(member_id="e", topics=["t"])
+    ctx.advance(1000)
+    assert target(ctx, "d") | target(ctx, "e") == before["c"]  # first the held ones, 2 each
+    assert (target(ctx, "a"), target(ctx, "b")) == (before["a"], before["b"])
+    assert ctx.group().held == {} and ctx.group().group_epoch > ctx.group().assignment_epoch
+    settle(ctx, step_ms=250)  # then the others rebalance
+    assert sorted(len(target(ctx, m)) for m in "abde") == [3, 3, 3, 3]

@@ -138,11 +138,15 @@ def apply(group: ConsumerGroup, group_epoch: int, previous: Mapping[str, Assignm
         log.info("partitions held for members that left", group_id=gid,
                  partitions=sum(len(h.items) for h in deferred.holds),
                  until_ms=min(h.deadline_ms for h in deferred.holds))
-    next_round = limited.deferred > 0
+    # Holds just taken up (or that ended) leave the target the assignor's to make: the joining
+    # members got what was held first, the others rebalance in the next round.
+    settling = bool(holds) and not deferred.holding and deferred.assignment != wanted
+    next_round = limited.deferred > 0 or settling
     if next_round:
         out.append(records.group_epoch(gid, group_epoch + 1))
         log.info("bumped group epoch", group_id=gid, group_epoch=group_epoch + 1,
-                 reason="incremental resolution: more moves in the next round",
+                 reason="incremental resolution: more moves in the next round"
+                 if limited.deferred else "held partitions taken: the others rebalance",
                  moved=limited.moved, deferred=limited.deferred)
     if policy.max_moves > 0 and (limited.moved or limited.deferred):
         timeline.note_round(gid, group_epoch, limited.moved, limited.deferred, now_ms)
