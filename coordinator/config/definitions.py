@@ -57,6 +57,15 @@ def _group_protocol_family(kind: str, max_size: int, max_size_bounds: tuple[int,
     ]
 
 
+def _scheduled_rebalance_delay(kind: str, what: str) -> ConfigDef:
+    return ConfigDef(
+        f"group.{kind}.scheduled.rebalance.max.delay.ms", INT, 0,
+        f"How long the {what} of a {kind} group member that left or was fenced are held "
+        "unassigned, in case it comes back, before they are spread over the others (seed 004's "
+        "deferred resolution); a member joining meanwhile gets them at once. 0 spreads them at "
+        "once.", at_least=0)
+
+
 BROKER_CONFIGS: tuple[ConfigDef, ...] = (
     # --- the node and its listeners -------------------------------------------------------
     ConfigDef("node.id", INT, 1, "The node id of this server.", at_least=0,
@@ -180,11 +189,7 @@ BROKER_CONFIGS: tuple[ConfigDef, ...] = (
     ConfigDef("group.consumer.regex.refresh.interval.ms", INT, 600000,
               "The interval at which the group coordinator refreshes regular expressions.",
               at_least=10000),
-    ConfigDef("group.consumer.scheduled.rebalance.max.delay.ms", INT, 0,
-              "How long the partitions of a consumer group member that left or was fenced are "
-              "held unassigned, in case it comes back, before they are spread over the others "
-              "(seed 004's deferred resolution); a member joining meanwhile gets them at once. "
-              "0 spreads them at once.", at_least=0),
+    _scheduled_rebalance_delay("consumer", "partitions"),
     ConfigDef("group.consumer.assignment.max.moves", INT, 0,
               "The most partitions a new target assignment of a consumer group moves away from "
               "members that have them; the rest move in later targets, an assignment interval "
@@ -229,11 +234,7 @@ BROKER_CONFIGS: tuple[ConfigDef, ...] = (
               "records.", at_least=0, at_most=500),
     # --- streams groups (KIP-1071) ----------------------------------------------------------
     *_group_protocol_family("streams", INT_MAX, (1, None)),
-    ConfigDef("group.streams.scheduled.rebalance.max.delay.ms", INT, 0,
-              "How long the active tasks of a streams group member that left or was fenced "
-              "are held unassigned, in case it comes back, before they are spread over the "
-              "others (seed 004's deferred resolution); a member joining meanwhile gets them at "
-              "once. 0 spreads them at once.", at_least=0),
+    _scheduled_rebalance_delay("streams", "active tasks"),
     ConfigDef("group.streams.num.standby.replicas", INT, 0,
               "The number of standby replicas for each task.", at_least=0),
     ConfigDef("group.streams.max.standby.replicas", INT, 2,

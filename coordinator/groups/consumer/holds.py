@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from coordinator.groups.modern import hold_timers
 from coordinator.groups.modern import members as member_rules
-from coordinator.groups.modern.deferred import new_hold, next_deadline
+from coordinator.groups.modern.deferred import new_hold
 from coordinator.observability.logs import get_logger
 from coordinator.runtime import Result
 from coordinator.runtime.result import Record
@@ -50,12 +51,8 @@ def hold_removed(shard: Any, env: ConsumerGroupEnv, group: ConsumerGroup,
 
 def arm_release(shard: Any, env: ConsumerGroupEnv, group_id: str, at_ms: int) -> None:
     """The group's release timer at ``at_ms``, unless it fires earlier already."""
-    key = release_key(group_id)
-    armed = shard.timers.deadline(key)
-    if armed is not None and armed <= at_ms:
-        return
-    shard.timers.cancel(key)
-    shard.timers.schedule(key, at_ms, lambda shard, now: release_due(shard, now, env, group_id))
+    hold_timers.arm(shard, release_key(group_id), at_ms,
+                    lambda shard, now: release_due(shard, now, env, group_id))
 
 
 def release_due(shard: Any, now_ms: int, env: ConsumerGroupEnv, group_id: str) -> Result:
@@ -65,8 +62,7 @@ def release_due(shard: Any, now_ms: int, env: ConsumerGroupEnv, group_id: str) -
     group = shard.groups.get(group_id)
     if not isinstance(group, ConsumerGroup):
         return Result()
-    ended = [h for h in group.held.values() if not h.active(now_ms)]
-    left = next_deadline(h for h in group.held.values() if h.active(now_ms))
+    ended, left = hold_timers.ended(group.held, now_ms)
     if left is not None:
         arm_release(shard, env, group_id, left)
     if not ended:
@@ -84,7 +80,5 @@ def rearm_on_load(shard: Any, now_ms: int) -> None:
     """After a load: each group's release timer from its holds' deadlines (at once for those
     that passed)."""
     env = installed()
-    for group in member_rules.groups_of(shard, ConsumerGroup):
-        at = next_deadline(group.held.values())
-        if at is not None:
-            arm_release(shard, env, group.group_id, max(at, now_ms))
+    hold_timers.rearm_on_load(member_rules.groups_of(shard, ConsumerGroup), now_ms,
+                              lambda group_id, at: arm_release(shard, env, group_id, at))

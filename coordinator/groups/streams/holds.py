@@ -13,9 +13,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from coordinator.groups.modern import hold_timers
 from coordinator.groups.modern import members as member_rules
 from coordinator.groups.modern import replay as modern_replay
-from coordinator.groups.modern.deferred import Hold, new_hold, next_deadline, resolve
+from coordinator.groups.modern.deferred import Hold, new_hold, resolve
 from coordinator.observability.logs import get_logger
 from coordinator.runtime import Result
 from coordinator.runtime.result import Record
@@ -86,12 +87,8 @@ def hold_removed(shard: Any, group: StreamsGroup, member: StreamsGroupMember, no
 
 
 def arm_release(shard: Any, group_id: str, at_ms: int) -> None:
-    key = release_key(group_id)
-    armed = shard.timers.deadline(key)
-    if armed is not None and armed <= at_ms:
-        return
-    shard.timers.cancel(key)
-    shard.timers.schedule(key, at_ms, lambda shard, now: release_due(shard, now, group_id))
+    hold_timers.arm(shard, release_key(group_id), at_ms,
+                    lambda shard, now: release_due(shard, now, group_id))
 
 
 def release_due(shard: Any, now_ms: int, group_id: str) -> Result:
@@ -100,8 +97,7 @@ def release_due(shard: Any, now_ms: int, group_id: str) -> Result:
     group = shard.groups.get(group_id)
     if not isinstance(group, StreamsGroup):
         return Result()
-    ended = [h for h in group.held.values() if not h.active(now_ms)]
-    left = next_deadline(h for h in group.held.values() if h.active(now_ms))
+    ended, left = hold_timers.ended(group.held, now_ms)
     if left is not None:
         arm_release(shard, group_id, left)
     if not ended:
@@ -120,10 +116,8 @@ def release_due(shard: Any, now_ms: int, group_id: str) -> Result:
 
 
 def rearm_on_load(shard: Any, now_ms: int) -> None:
-    for group in member_rules.groups_of(shard, StreamsGroup):
-        at = next_deadline(group.held.values())
-        if at is not None:
-            arm_release(shard, group.group_id, max(at, now_ms))
+    hold_timers.rearm_on_load(member_rules.groups_of(shard, StreamsGroup), now_ms,
+                              lambda group_id, at: arm_release(shard, group_id, at))
 
 
 # ------------------------------------------------------------------------------ the target
