@@ -33,6 +33,9 @@ def three(ctx: StreamsGroupContext) -> tuple[StreamsClient, StreamsClient, Strea
     a, b, c = ctx.client("a"), ctx.client("b"), ctx.client("c")
     for client in (a, b, c):
         client.join()
+    for _ in range(3):  # an assignment interval, if any, between the targets
+        ctx.converge(a, b, c)
+        ctx.advance(1000)
     ctx.converge(a, b, c)
     return a, b, c
 
@@ -96,3 +99,27 @@ def test_the_timeline_says_held_for_tasks(ctx: StreamsGroupContext) -> None:
     events = [e for e in derive([], entries, group=G) if e["kind"] == "held"]
     assert [(e["member"], e["tasks"], e["reason"]) for e in events] == [
         ("c", {"active": {"0": sorted(c.active["0"])}}, "session-expired")]
+
+
+def test_once_joining_members_took_the_held_tasks_the_others_rebalance() -> None:
+    ctx = StreamsGroupContext()
+    ctx.create_topic("input", 12)
+    ctx.topology = topology(subtopology("0", ("input",)))
+    ctx.set_group_config(streams_scheduled_rebalance_max_delay_ms=DELAY,
+                         streams_assignment_interval_ms=1000)
+    a, b, c = three(ctx)
+    before = {x.member_id: x.active["0"] for x in (a, b, c)}
+    expire_c(ctx, a, b)
+    ctx.advance(1000)
+    ctx.converge(a, b)
+    d, e = ctx.client("d"), ctx.client("e")
+    d.join()  # both within the interval: one target
+    e.join()
+    ctx.advance(1000)
+    ctx.converge(a, b, d, e)
+    assert d.active["0"] | e.active["0"] == before["c"]  # the held ones first, 2 each
+    assert ctx.group().group_epoch > ctx.group().assignment_epoch  # another round to come
+    ctx.advance(1000)
+    ctx.converge(a, b, d, e)  # the others rebalance
+    assert sorted(len(x.active["0"]) for x in (a, b, d, e)) == [3, 3, 3, 3]
+    assert ctx.group().held == {}

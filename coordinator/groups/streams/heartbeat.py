@@ -227,8 +227,12 @@ def _schedule_initial_delay(shard: Any, env: StreamsGroupEnv, group_id: str, now
         deferred = holds.on(shard, env, group)
         if offloaded(settings, env) and not deferred:
             return Result(effect=start_effect(shard, group_id, prepared, env.offloader))
-        _, out = compute_inline(group, prepared, group.members, now,
-                                settings.scheduled_rebalance_max_delay_ms if deferred else None)
+        _, out = compute_inline(
+            group, prepared, group.members, now,
+            settings.scheduled_rebalance_max_delay_ms if deferred else None,
+            lambda epoch: records.group_metadata(group, epoch, group.metadata_hash,
+                                                 group.validated_topology_epoch,
+                                                 group.assignment_configs))
         return Result(out)
 
     shard.timers.schedule(key, now_ms + delay_ms, fire)
@@ -448,7 +452,9 @@ def heartbeat(shard: Any, now_ms: int, env: StreamsGroupEnv, request: HeartbeatR
             else:
                 new, target_records = compute_inline(
                     group, prepared, members, now_ms,
-                    own.scheduled_rebalance_max_delay_ms if deferred else None)
+                    own.scheduled_rebalance_max_delay_ms if deferred else None,
+                    lambda epoch: records.group_metadata(group, epoch, metadata, validated,
+                                                         configs))
                 out += target_records
                 target_epoch, target = group_epoch, target_of(group, new, updated.member_id)
     if delayed is not None:

@@ -122,9 +122,11 @@ def rearm_on_load(shard: Any, now_ms: int) -> None:
 
 # ------------------------------------------------------------------------------ the target
 def apply(group: StreamsGroup, proposal: Mapping[str, TasksTuple], delay: int, now_ms: int
-          ) -> tuple[dict[str, TasksTuple], list[Record]]:
+          ) -> tuple[dict[str, TasksTuple], list[Record], bool]:
     """The target of the members in ``proposal`` (the assignor's answer for every member) under
-    deferred resolution, and the records of the holds that changed."""
+    deferred resolution, the records of the holds that changed, and whether the next target
+    must be the assignor's (joining members just took every held task: the others rebalance
+    in the next round)."""
     gid = group.group_id
     previous = {m: frozenset(iter_tasks(group.target_of(m).active)) for m in proposal}
     wanted = {m: frozenset(iter_tasks(t.active)) for m, t in proposal.items()}
@@ -146,4 +148,5 @@ def apply(group: StreamsGroup, proposal: Mapping[str, TasksTuple], delay: int, n
             continue
         targets[member_id] = TasksTuple(active, minus(tasks.standby, active),
                                         minus(tasks.warmup, active))
-    return targets, out
+    settling = bool(group.held) and not deferred.holding and deferred.assignment != wanted
+    return targets, out, settling

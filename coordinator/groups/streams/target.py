@@ -88,17 +88,24 @@ def target_records(group: StreamsGroup, changed: Sequence[tuple[str, MemberTasks
 
 def compute_inline(group: StreamsGroup, prepared: PreparedTaskJob,
                    members: Mapping[str, StreamsGroupMember], now_ms: int,
-                   delay_ms: int | None = None) -> tuple[dict[str, TasksTuple], list[Record]]:
+                   delay_ms: int | None = None, bump: Callable[[int], Record] | None = None
+                   ) -> tuple[dict[str, TasksTuple], list[Record]]:
     """Run the assignor now; the new targets by member and the records (the target metadata
     last, with the computation's finish time). ``delay_ms``: the group's deferred resolution
-    (``holds``) is on, with that delay."""
+    (``holds``) is on, with that delay; ``bump(epoch)``: the group metadata record at the next
+    epoch, when that asks for another round."""
     outcome = run_inline(prepared)
     changed: Sequence[tuple[str, MemberTasks]] = outcome.changed
     held: list[Record] = []
     if delay_ms is not None:
         proposal = {m: group.target_of(m) for m in members}
         proposal.update((m, to_tasks(tasks)) for m, tasks in changed if m in members)
-        resolved, held = holds.apply(group, proposal, delay_ms, now_ms)
+        resolved, held, settling = holds.apply(group, proposal, delay_ms, now_ms)
+        if settling and bump is not None:
+            held.append(bump(prepared.job.group_epoch + 1))
+            log.info("bumped group epoch", group_id=group.group_id,
+                     group_epoch=prepared.job.group_epoch + 1,
+                     reason="held tasks taken: the others rebalance")
         changed = [(m, (pack(t.active), pack(t.standby), pack(t.warmup)))
                    for m, t in resolved.items()]
     new, out = target_records(group, changed, members)
