@@ -66,6 +66,14 @@ def _scheduled_rebalance_delay(kind: str, what: str) -> ConfigDef:
         "once.", at_least=0)
 
 
+def _assignment_max_moves(kind: str, what: str) -> ConfigDef:
+    return ConfigDef(
+        f"group.{kind}.assignment.max.moves", INT, 0,
+        f"The most {what} a new target assignment of a {kind} group moves away from members "
+        "that have them; the rest move in later targets, an assignment interval apart (seed "
+        "004's incremental resolution). 0 is unbounded.", at_least=0)
+
+
 BROKER_CONFIGS: tuple[ConfigDef, ...] = (
     # --- the node and its listeners -------------------------------------------------------
     ConfigDef("node.id", INT, 1, "The node id of this server.", at_least=0,
@@ -190,10 +198,7 @@ BROKER_CONFIGS: tuple[ConfigDef, ...] = (
               "The interval at which the group coordinator refreshes regular expressions.",
               at_least=10000),
     _scheduled_rebalance_delay("consumer", "partitions"),
-    ConfigDef("group.consumer.assignment.max.moves", INT, 0,
-              "The most partitions a new target assignment of a consumer group moves away from "
-              "members that have them; the rest move in later targets, an assignment interval "
-              "apart (seed 004's incremental resolution). 0 is unbounded.", at_least=0),
+    _assignment_max_moves("consumer", "partitions"),
     # --- share groups (KIP-932) -------------------------------------------------------------
     *_group_protocol_family("share", 200, (10, 1000)),
     ConfigDef("group.share.assignors", LIST, ["simple"],
@@ -235,6 +240,7 @@ BROKER_CONFIGS: tuple[ConfigDef, ...] = (
     # --- streams groups (KIP-1071) ----------------------------------------------------------
     *_group_protocol_family("streams", INT_MAX, (1, None)),
     _scheduled_rebalance_delay("streams", "active tasks"),
+    _assignment_max_moves("streams", "active tasks"),
     ConfigDef("group.streams.num.standby.replicas", INT, 0,
               "The number of standby replicas for each task.", at_least=0),
     ConfigDef("group.streams.max.standby.replicas", INT, 2,

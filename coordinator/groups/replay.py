@@ -65,7 +65,7 @@ from .share import heartbeat as share_heartbeat
 from .share import replay as share_replay
 from .share import state_records as share_state
 from .streams import heartbeat as streams_heartbeat
-from .streams import holds as streams_holds
+from .streams import imbalance as streams_imbalance
 from .streams import replay as streams_replay
 
 REPLAYED: tuple[tuple[type, Replayer], ...] = (
@@ -100,7 +100,7 @@ REPLAYED: tuple[tuple[type, Replayer], ...] = (
     (StreamsGroupTargetAssignmentMetadataKey, streams_replay.target_metadata),
     (StreamsGroupTargetAssignmentMemberKey, streams_replay.target_member),
     (StreamsGroupCurrentMemberAssignmentKey, streams_replay.current_assignment),
-    (StreamsGroupHeldTasksKey, streams_holds.replay),  # deferred resolution (1021)
+    (StreamsGroupHeldTasksKey, streams_imbalance.replay),  # deferred resolution (1021)
     # per-group configs (all group types)
     (GroupConfigKey, group_configs.replay),
     # the transaction coordinator (Kafka's __transaction_state records, 1010)
@@ -138,7 +138,7 @@ LOAD_HOOKS: tuple[LoadHook, ...] = (
     classic_session.arm_loaded_sessions,  # session timeouts of classic members
     share_heartbeat.rearm_on_load,  # session timeouts of share members
     streams_heartbeat.rearm_on_load,  # session and rebalance timeouts of streams members
-    streams_holds.rearm_on_load,  # release timers of streams groups' held tasks
+    streams_imbalance.rearm_on_load,  # release timers of streams groups' held tasks
     expiration.arm,  # the offsets-retention check (KIP-211)
 )
 """What runs, in this order, once a partition's log is replayed."""

@@ -46,6 +46,7 @@ _BROKER_DEFAULTS: dict[str, tuple[ConfigType, str | None, Any]] = {
     "streams.assignor.offload.enable": (BOOL, None, None),
     "streams.scheduled.rebalance.max.delay.ms": (
         INT, "group.streams.scheduled.rebalance.max.delay.ms", None),
+    "streams.assignment.max.moves": (INT, "group.streams.assignment.max.moves", None),
 }
 
 _DOCS = {
@@ -121,7 +122,7 @@ def validate(overrides: Mapping[str, str], broker_config: Any) -> dict[str, Any]
         _bounded(name, effective[name], broker_config, f"group.share.min.{broker_name}",
                  f"group.share.max.{broker_name}")
     for name in ("consumer.scheduled.rebalance.max.delay.ms", "consumer.assignment.max.moves",
-                 "streams.scheduled.rebalance.max.delay.ms"):
+                 "streams.scheduled.rebalance.max.delay.ms", "streams.assignment.max.moves"):
         if effective[name] < 0:
             raise GroupConfigError(f"{name} must be greater than or equal to 0")
     standby = effective["streams.num.standby.replicas"]
@@ -207,6 +208,7 @@ class StreamsGroupOverrides(ModernGroupOverrides):
     num_standby_replicas: int | None = None
     initial_rebalance_delay_ms: int | None = None
     scheduled_rebalance_max_delay_ms: int | None = None
+    assignment_max_moves: int | None = None
 
 
 _NO_CONSUMER_OVERRIDES = ConsumerGroupOverrides()
@@ -297,4 +299,5 @@ def _parse_streams_overrides(stored: Mapping[str, str]) -> StreamsGroupOverrides
         **_modern_overrides(parsed, "streams"),
         num_standby_replicas=parsed("streams.num.standby.replicas"),
         initial_rebalance_delay_ms=parsed("streams.initial.rebalance.delay.ms"),
-        scheduled_rebalance_max_delay_ms=parsed("streams.scheduled.rebalance.max.delay.ms"))
+        scheduled_rebalance_max_delay_ms=parsed("streams.scheduled.rebalance.max.delay.ms"),
+        assignment_max_moves=parsed("streams.assignment.max.moves"))

@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from coordinator.groups.modern import replay as modern_replay
-from coordinator.groups.modern.deferred import Hold, kept_items, resolve
+from coordinator.groups.modern.deferred import Hold, changed_holds, kept_items, resolve
 from coordinator.groups.modern.incremental import limit_moves
+from coordinator.groups.modern.settings import ImbalancePolicy
 from coordinator.observability import timeline
 from coordinator.observability.logs import get_logger
 from coordinator.runtime.result import Record
@@ -34,24 +35,8 @@ log = get_logger("coordinator.groups.consumer")
 Item = tuple[uuid.UUID, int]
 
 
-@dataclass(frozen=True, slots=True)
-class Policy:
-    """A consumer group's imbalance resolution settings."""
-
-    delay_ms: int = 0
-    """Deferred resolution: how long a removed member's partitions are held (0: off)."""
-    max_moves: int = 0
-    """Incremental resolution: the most moves per target (0: unbounded)."""
-
-    @property
-    def on(self) -> bool:
-        return self.delay_ms > 0 or self.max_moves > 0
-
-
-def policy_of(settings: Any) -> Policy:
-    """The policy of a group's effective settings (``settings.GroupSettings``)."""
-    return Policy(int(getattr(settings, "scheduled_rebalance_max_delay_ms", 0) or 0),
-                  int(getattr(settings, "assignment_max_moves", 0) or 0))
+Policy = ImbalancePolicy
+policy_of = ImbalancePolicy.of
 
 
 def items_of(assignment: Assignment) -> frozenset[Item]:
@@ -123,14 +108,9 @@ def apply(group: ConsumerGroup, group_epoch: int, previous: Mapping[str, Assignm
     deferred = resolve(prev, wanted, active, now_ms, can_take)
     limited = limit_moves(kept_items(prev, proposal, can_take), deferred.assignment,
                           policy.max_moves)
-    out: list[Record] = []
-    after = {h.member_id: h for h in deferred.holds}
-    for member_id, hold in holds.items():
-        now = after.get(member_id)
-        if now is None:
-            out.append(held_tombstone(gid, member_id))
-        elif now.items != hold.items:
-            out.append(held_record(gid, now))
+    gone, changed = changed_holds(holds, deferred.holds)
+    out: list[Record] = [held_tombstone(gid, m) for m in gone]
+    out += [held_record(gid, h) for h in changed]
     for member_id, items in deferred.claimed.items():
         log.info("held partitions given to a joining member", group_id=gid,
                  member_id=member_id, partitions=len(items))

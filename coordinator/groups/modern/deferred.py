@@ -114,6 +114,16 @@ def resolve(previous: Targets, proposal: Targets, holds: Sequence[Hold], now_ms:
                     {m: frozenset(items) for m, items in claimed.items()})
 
 
+def changed_holds(before: Mapping[str, Hold], after: Iterable[Hold]
+                  ) -> tuple[list[str], list[Hold]]:
+    """(the members whose hold is gone, the holds that changed) from ``before`` (the group's,
+    by member) to ``after`` (``Deferred.holds``): what a group type writes records of."""
+    now = {h.member_id: h for h in after}
+    gone = [m for m in before if m not in now]
+    changed = [h for m, h in now.items() if m in before and h.items != before[m].items]
+    return gone, changed
+
+
 def next_deadline(holds: Iterable[Hold]) -> int | None:
     """When the earliest of ``holds`` ends (None without any)."""
     deadlines = [h.deadline_ms for h in holds if h.items]

@@ -29,7 +29,7 @@ from coordinator.runtime import CoordinatorError, Result
 from coordinator.runtime.result import Record
 from protocol import ErrorCode
 
-from . import holds, records
+from . import imbalance, records
 from .endpoints import EndpointPartitions, partitions_by_endpoint
 from .env import StreamsGroupEnv, group_settings, installed
 from .model import (
@@ -224,12 +224,11 @@ def _schedule_initial_delay(shard: Any, env: StreamsGroupEnv, group_id: str, now
         settings = group_settings(shard, env, group_id)
         prepared = prepare(group, group.group_epoch, group.members, group.configured,
                            _standby(group.assignment_configs))
-        deferred = holds.on(shard, env, group)
-        if offloaded(settings, env) and not deferred:
+        policy = imbalance.policy(shard, env, group)
+        if offloaded(settings, env) and policy is None:
             return Result(effect=start_effect(shard, group_id, prepared, env.offloader))
         _, out = compute_inline(
-            group, prepared, group.members, now,
-            settings.scheduled_rebalance_max_delay_ms if deferred else None,
+            group, prepared, group.members, now, policy,
             lambda epoch: records.group_metadata(group, epoch, group.metadata_hash,
                                                  group.validated_topology_epoch,
                                                  group.assignment_configs))
@@ -267,11 +266,11 @@ def _standby(configs: tuple[tuple[str, str], ...]) -> int:
 def remove_member(shard: Any, group: StreamsGroup, member: StreamsGroupMember, now_ms: int,
                   response: Any = None, reason: str = timeline.LEFT) -> Result:
     """``member`` leaves or is fenced (why: ``reason``): its records go, its active tasks are
-    held under deferred resolution (``holds``), and the group epoch is bumped (no new target
+    held under deferred resolution (``imbalance``), and the group epoch is bumped (no new target
     now: the next heartbeat of any member computes it)."""
     gid, mid = group.group_id, member.member_id
     out: list[Record] = records.member_tombstones(gid, mid)
-    out += holds.hold_removed(shard, group, member, now_ms, reason)
+    out += imbalance.hold_removed(shard, group, member, now_ms, reason)
     out.append(records.group_metadata(group, group.group_epoch + 1, group.metadata_hash,
                                       group.validated_topology_epoch,
                                       group.assignment_configs))
@@ -443,16 +442,15 @@ def heartbeat(shard: Any, now_ms: int, env: StreamsGroupEnv, request: HeartbeatR
         else:
             prepared = prepare(group, group_epoch, members, configured,
                                own.num_standby_replicas)
-            deferred = holds.on(shard, env, group)  # computed inline (``holds``)
-            if offloaded(own, env) and not deferred:
+            policy = imbalance.policy(shard, env, group)  # inline when on (``imbalance``)
+            if offloaded(own, env) and policy is None:
                 effects.append(start_effect(shard, gid, prepared, env.offloader))
                 delayed = IN_FLIGHT_DETAIL
                 log.info("offloaded target assignment", group_id=gid, group_epoch=group_epoch,
                          members=len(members))
             else:
                 new, target_records = compute_inline(
-                    group, prepared, members, now_ms,
-                    own.scheduled_rebalance_max_delay_ms if deferred else None,
+                    group, prepared, members, now_ms, policy,
                     lambda epoch: records.group_metadata(group, epoch, metadata, validated,
                                                          configs))
                 out += target_records

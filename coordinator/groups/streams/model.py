@@ -153,7 +153,7 @@ class StreamsGroup:
     target: dict[str, TasksTuple] = field(default_factory=dict)
     held: dict[str, Any] = field(default_factory=dict)
     """Member id -> ``modern.deferred.Hold`` of (subtopology, partition) active tasks held by
-    deferred resolution (StreamsGroupHeldTasks records, ``streams.holds``)."""
+    deferred resolution (StreamsGroupHeldTasks records, ``streams.imbalance``)."""
     topology: Any = None
     """The stored topology (``topology.Topology``), None until the first member sent one."""
     # --- in memory only ----------------------------------------------------------------------

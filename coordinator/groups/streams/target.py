@@ -20,13 +20,14 @@ from coordinator.groups.common.offload import (
     install_result,
     start_run_effect,
 )
+from coordinator.groups.modern.settings import ImbalancePolicy
 from coordinator.groups.modern.target import changed_targets, interval_passed
 from coordinator.observability import sensors
 from coordinator.observability.logs import get_logger
 from coordinator.runtime import Result
 from coordinator.runtime.result import Record
 
-from . import holds, records
+from . import imbalance, records
 from .model import EMPTY_TASKS, StreamsGroup, StreamsGroupMember, TasksTuple
 from .task_job import MemberTasks, TaskAssignorJob, TaskJobResult, pack, run_task_job, unpack
 
@@ -88,24 +89,25 @@ def target_records(group: StreamsGroup, changed: Sequence[tuple[str, MemberTasks
 
 def compute_inline(group: StreamsGroup, prepared: PreparedTaskJob,
                    members: Mapping[str, StreamsGroupMember], now_ms: int,
-                   delay_ms: int | None = None, bump: Callable[[int], Record] | None = None
+                   policy: ImbalancePolicy | None = None,
+                   bump: Callable[[int], Record] | None = None
                    ) -> tuple[dict[str, TasksTuple], list[Record]]:
     """Run the assignor now; the new targets by member and the records (the target metadata
-    last, with the computation's finish time). ``delay_ms``: the group's deferred resolution
-    (``holds``) is on, with that delay; ``bump(epoch)``: the group metadata record at the next
-    epoch, when that asks for another round."""
+    last, with the computation's finish time). ``policy``: the group's seed 004 policies
+    (``imbalance``), if on; ``bump(epoch)``: the group metadata record at the next epoch, when
+    they ask for another round."""
     outcome = run_inline(prepared)
     changed: Sequence[tuple[str, MemberTasks]] = outcome.changed
     held: list[Record] = []
-    if delay_ms is not None:
+    if policy is not None:
         proposal = {m: group.target_of(m) for m in members}
         proposal.update((m, to_tasks(tasks)) for m, tasks in changed if m in members)
-        resolved, held, settling = holds.apply(group, proposal, delay_ms, now_ms)
-        if settling and bump is not None:
-            held.append(bump(prepared.job.group_epoch + 1))
-            log.info("bumped group epoch", group_id=group.group_id,
-                     group_epoch=prepared.job.group_epoch + 1,
-                     reason="held tasks taken: the others rebalance")
+        epoch = prepared.job.group_epoch
+        resolved, held, next_round = imbalance.apply(group, epoch, proposal, policy, now_ms)
+        if next_round and bump is not None:
+            held.append(bump(epoch + 1))
+            log.info("bumped group epoch", group_id=group.group_id, group_epoch=epoch + 1,
+                     reason="imbalance resolution: another round")
         changed = [(m, (pack(t.active), pack(t.standby), pack(t.warmup)))
                    for m, t in resolved.items()]
     new, out = target_records(group, changed, members)

@@ -1,12 +1,12 @@
-"""Deferred resolution of imbalance (seed 004, Design II) for streams groups' active tasks, in
-virtual time (``coordinator/groups/streams/holds.py``)."""
+"""Deferred and incremental resolution of imbalance (seed 004, Designs II and III) for streams
+groups' active tasks, in virtual time (``coordinator/groups/streams/imbalance.py``)."""
 
 from __future__ import annotations
 
 import pytest
 
 from coordinator.groups.streams.heartbeat import session_key
-from coordinator.groups.streams.holds import release_key
+from coordinator.groups.streams.imbalance import release_key
 from coordinator.groups.timeline_records import derive
 from coordinator.testing.streams_group_context import (
     G,
@@ -123,3 +123,35 @@ def test_once_joining_members_took_the_held_tasks_the_others_rebalance() -> None
     ctx.converge(a, b, d, e)  # the others rebalance
     assert sorted(len(x.active["0"]) for x in (a, b, d, e)) == [3, 3, 3, 3]
     assert ctx.group().held == {}
+
+
+def test_a_scale_up_moves_at_most_the_budget_of_active_tasks_per_target() -> None:
+    ctx = StreamsGroupContext()
+    ctx.create_topic("input", 12)
+    ctx.topology = topology(subtopology("0", ("input",)))
+    a, b = ctx.client("a"), ctx.client("b")
+    a.join()
+    b.join()
+    ctx.converge(a, b)
+    ctx.set_group_config(streams_assignment_max_moves=2)
+    c, d = ctx.client("c"), ctx.client("d")
+    mark = ctx.mark()
+    c.join()
+    d.join()
+    ctx.converge(a, b, c, d, rounds=40)
+    targets: list[dict[str, set[tuple[str, int]]]] = []
+    current: dict[str, set[tuple[str, int]]] = {
+        m: {("0", p) for p in ctx.group().target_of(m).active.get("0", ())} for m in "ab"}
+    owner = {t: m for m, ts in current.items() for t in ts}
+    for record in ctx.records(since=mark):
+        if type(record.key).__name__ == "StreamsGroupTargetAssignmentMemberKey":
+            current[record.key.member_id] = {
+                (t.subtopology_id, p) for t in record.value.active_tasks for p in t.partitions}
+        elif type(record.key).__name__ == "StreamsGroupTargetAssignmentMetadataKey":
+            targets.append({m: set(s) for m, s in current.items()})
+    for target in targets:
+        moved = sum(1 for m, ts in target.items() for t in ts if owner.get(t) not in (None, m))
+        assert moved <= 2
+        owner = {t: m for m, ts in target.items() for t in ts}
+    assert sorted(len(x.active["0"]) for x in (a, b, c, d)) == [3, 3, 3, 3]
+    assert len(targets) >= 3  # six moves, two a round

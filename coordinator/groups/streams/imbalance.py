@@ -1,12 +1,12 @@
-"""Deferred resolution of imbalance (seed 004, Design II) for streams groups: with the group's
-``streams.scheduled.rebalance.max.delay.ms`` above 0, the active tasks of a member that leaves
-or is fenced are held (``StreamsGroupHeldTasks`` records, type 1021) until the delay ends; a
-member that joins meanwhile takes them first (``modern.deferred.resolve`` over the active
-tasks; a task it takes is no standby or warm-up of its), and nobody else's active tasks move
-while any are held. The group's release timer drops the holds that ended and bumps the group
-epoch, so the next target spreads them; it is in memory and re-armed from the records on load.
-A group with a delay computes its targets inline (the policy needs the whole target and the
-holds)."""
+"""Deferred and incremental resolution of imbalance (seed 004, Designs II and III) for streams
+groups' active tasks. With ``streams.scheduled.rebalance.max.delay.ms`` above 0, the active
+tasks of a member that leaves or is fenced are held (``StreamsGroupHeldTasks`` records, type
+1021) until the delay ends; a member that joins meanwhile takes them first, and nobody else's
+active tasks move while any are held. The group's release timer drops the holds that ended and
+bumps the group epoch, so the next target spreads them; it is in memory and re-armed from the
+records on load. With ``streams.assignment.max.moves`` a target moves at most that many active
+tasks away from members that have them; the rest follow in later rounds. A group with either
+on computes its targets inline (the policies need the whole target and the holds)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,10 @@ from typing import Any
 from coordinator.groups.modern import hold_timers
 from coordinator.groups.modern import members as member_rules
 from coordinator.groups.modern import replay as modern_replay
-from coordinator.groups.modern.deferred import Hold, new_hold, resolve
+from coordinator.groups.modern.deferred import Hold, changed_holds, kept_items, new_hold, resolve
+from coordinator.groups.modern.incremental import limit_moves
+from coordinator.groups.modern.settings import ImbalancePolicy
+from coordinator.observability import timeline
 from coordinator.observability.logs import get_logger
 from coordinator.runtime import Result
 from coordinator.runtime.result import Record
@@ -29,13 +32,10 @@ from .model import StreamsGroup, StreamsGroupMember, TasksTuple, iter_tasks, min
 log = get_logger("coordinator.groups.streams")
 
 
-def delay_ms(shard: Any, env: StreamsGroupEnv, group_id: str) -> int:
-    return int(group_settings(shard, env, group_id).scheduled_rebalance_max_delay_ms or 0)
-
-
-def on(shard: Any, env: StreamsGroupEnv, group: StreamsGroup) -> bool:
-    """Whether the group's targets go through deferred resolution (computed inline)."""
-    return bool(group.held) or delay_ms(shard, env, group.group_id) > 0
+def policy(shard: Any, env: StreamsGroupEnv, group: StreamsGroup) -> ImbalancePolicy | None:
+    """The group's policy if its targets go through it (then computed inline), else None."""
+    own = ImbalancePolicy.of(group_settings(shard, env, group.group_id))
+    return own if own.on or group.held else None
 
 
 # ------------------------------------------------------------------------------ records
@@ -75,8 +75,8 @@ def hold_removed(shard: Any, group: StreamsGroup, member: StreamsGroupMember, no
     earlier = group.held.get(member.member_id)
     if earlier is not None:
         items |= earlier.items
-    hold = new_hold(member.member_id, items, now_ms, delay_ms(shard, env, group.group_id),
-                    reason)
+    delay = ImbalancePolicy.of(group_settings(shard, env, group.group_id)).delay_ms
+    hold = new_hold(member.member_id, items, now_ms, delay, reason)
     if hold is None:
         return []
     log.info("holding the active tasks of a member that went", group_id=group.group_id,
@@ -121,32 +121,41 @@ def rearm_on_load(shard: Any, now_ms: int) -> None:
 
 
 # ------------------------------------------------------------------------------ the target
-def apply(group: StreamsGroup, proposal: Mapping[str, TasksTuple], delay: int, now_ms: int
+def apply(group: StreamsGroup, group_epoch: int, proposal: Mapping[str, TasksTuple],
+          policy: ImbalancePolicy, now_ms: int
           ) -> tuple[dict[str, TasksTuple], list[Record], bool]:
-    """The target of the members in ``proposal`` (the assignor's answer for every member) under
-    deferred resolution, the records of the holds that changed, and whether the next target
-    must be the assignor's (joining members just took every held task: the others rebalance
-    in the next round)."""
+    """The target at ``group_epoch`` of the members in ``proposal`` (the task assignor's answer
+    for every member) under ``policy``, over active tasks: deferred resolution
+    (``modern.deferred.resolve``), then at most ``policy.max_moves`` moves
+    (``modern.incremental.limit_moves``); a task that stays with (or goes to) a member is none
+    of its standby or warm-up tasks. Also the records of the holds that changed, and whether
+    another round must follow (moves left for later, or joining members just took every held
+    task: the others rebalance next)."""
     gid = group.group_id
     previous = {m: frozenset(iter_tasks(group.target_of(m).active)) for m in proposal}
     wanted = {m: frozenset(iter_tasks(t.active)) for m, t in proposal.items()}
-    holds = list(group.held.values()) if delay > 0 else []
-    deferred = resolve(previous, wanted, holds, now_ms, lambda member, task: True)
-    out: list[Record] = []
-    after = {h.member_id: h for h in deferred.holds}
-    for member_id, hold in group.held.items():
-        now = after.get(member_id)
-        if now is None:
-            out.append(held_tombstone(gid, member_id))
-        elif now.items != hold.items:
-            out.append(held_record(gid, now))
+    tasks = set().union(*wanted.values(), *(h.items for h in group.held.values()))
+
+    def exists(member_id: str, task: Any) -> bool:
+        return task in tasks
+
+    deferred = resolve(previous, wanted, list(group.held.values()) if policy.delay_ms else [],
+                       now_ms, exists)
+    limited = limit_moves(kept_items(previous, proposal, exists), deferred.assignment,
+                          policy.max_moves)
+    gone, changed = changed_holds(group.held, deferred.holds)
+    out: list[Record] = [held_tombstone(gid, m) for m in gone]
+    out += [held_record(gid, h) for h in changed]
     targets: dict[str, TasksTuple] = {}
-    for member_id, tasks in proposal.items():
-        active = tasks_of(deferred.assignment[member_id])
-        if deferred.assignment[member_id] == wanted[member_id]:
-            targets[member_id] = tasks
+    for member_id, proposed in proposal.items():
+        mine = limited.assignment[member_id]
+        if mine == wanted[member_id]:
+            targets[member_id] = proposed
             continue
-        targets[member_id] = TasksTuple(active, minus(tasks.standby, active),
-                                        minus(tasks.warmup, active))
+        active = tasks_of(mine)
+        targets[member_id] = TasksTuple(active, minus(proposed.standby, active),
+                                        minus(proposed.warmup, active))
+    if policy.max_moves > 0 and (limited.moved or limited.deferred):
+        timeline.note_round(gid, group_epoch, limited.moved, limited.deferred, now_ms)
     settling = bool(group.held) and not deferred.holding and deferred.assignment != wanted
-    return targets, out, settling
+    return targets, out, limited.deferred > 0 or settling
