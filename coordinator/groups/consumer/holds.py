@@ -13,12 +13,13 @@ from typing import Any
 from coordinator.groups.modern import hold_timers
 from coordinator.groups.modern import members as member_rules
 from coordinator.groups.modern.deferred import new_hold
+from coordinator.groups.modern.settings import ImbalancePolicy
 from coordinator.observability.logs import get_logger
 from coordinator.runtime import Result
 from coordinator.runtime.result import Record
 
 from .env import ConsumerGroupEnv, installed
-from .imbalance import held_record, held_tombstone, items_of, policy_of
+from .imbalance import held_record, held_tombstone, items_of
 from .model import ConsumerGroup, ConsumerGroupMember
 from .offload import bump_epoch
 from .settings import group_settings
@@ -34,7 +35,7 @@ def hold_removed(shard: Any, env: ConsumerGroupEnv, group: ConsumerGroup,
                  member: ConsumerGroupMember, now_ms: int, reason: str) -> list[Record]:
     """The record holding ``member``'s target partitions as it is removed (none when the
     group's delay is 0 or its target is empty), with the release timer armed."""
-    delay = policy_of(group_settings(shard, env, group.group_id)).delay_ms
+    delay = ImbalancePolicy.of(group_settings(shard, env, group.group_id)).delay_ms
     items = items_of(group.target_of(member.member_id))
     earlier = group.held.get(member.member_id)
     if earlier is not None:  # removed again (it rejoined with its member id): one hold

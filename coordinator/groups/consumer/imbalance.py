@@ -35,10 +35,6 @@ log = get_logger("coordinator.groups.consumer")
 Item = tuple[uuid.UUID, int]
 
 
-Policy = ImbalancePolicy
-policy_of = ImbalancePolicy.of
-
-
 def items_of(assignment: Assignment) -> frozenset[Item]:
     return frozenset((topic_id, p) for topic_id, partitions in assignment.items()
                      for p in partitions)
@@ -91,7 +87,7 @@ class Applied:
 
 def apply(group: ConsumerGroup, group_epoch: int, previous: Mapping[str, Assignment],
           proposal: Mapping[str, Assignment], subscribed: Callable[[str], frozenset[uuid.UUID]],
-          policy: Policy, now_ms: int) -> Applied:
+          policy: ImbalancePolicy, now_ms: int) -> Applied:
     """The target of the members in ``proposal`` (the assignor's answer for every member) under
     ``policy``, from their ``previous`` targets; ``subscribed(member_id)``: the ids of the
     topics the member may have. ``group_epoch``: the new target's epoch."""

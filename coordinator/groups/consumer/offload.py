@@ -39,6 +39,7 @@ from coordinator.groups.common.offload import (
     install_result,
     start_run_effect,
 )
+from coordinator.groups.modern.settings import ImbalancePolicy
 from coordinator.groups.modern.subscription import next_group_epoch
 from coordinator.groups.modern.target import assignment_due, offloaded
 from coordinator.observability import sensors
@@ -46,7 +47,7 @@ from coordinator.observability.logs import get_logger
 from coordinator.runtime import Result
 from coordinator.runtime.result import Record
 
-from . import imbalance, pacing, records
+from . import pacing, records
 from . import regex as consumer_regex
 from .env import ConsumerGroupEnv, installed
 from .lag_inputs import LAG_ASSIGNOR, topic_offsets
@@ -130,7 +131,7 @@ def start_run(shard: Any, env: ConsumerGroupEnv, group: ConsumerGroup, group_epo
     the run, no result; inline: the target records and the result."""
     settings = env.settings
     gid = group.group_id
-    policy = imbalance.policy_of(group_settings(shard, env, gid))
+    policy = ImbalancePolicy.of(group_settings(shard, env, gid))
     offload = offload and not (policy.on or group.held)  # inline: see ``imbalance``
     assignor_name = _preferred_assignor(members.values(), settings.default_assignor)
     offsets = (topic_offsets(shard, gid, metadata, env.log_offsets)

@@ -24,6 +24,7 @@ from assignors import (
     TopicId,
     TopicMetadata,
 )
+from coordinator.groups.modern.settings import ImbalancePolicy
 from coordinator.observability import sensors
 from coordinator.runtime.result import Record
 
@@ -74,7 +75,7 @@ def build_target(group: ConsumerGroup, group_epoch: int, members: Mapping[str, C
                  assignor: PartitionAssignor, now_ms: int,
                  offsets: Mapping[str, PartitionOffsets] | None = None,
                  options: Mapping[str, object] | None = None,
-                 policy: imbalance.Policy | None = None) -> TargetResult:
+                 policy: ImbalancePolicy | None = None) -> TargetResult:
     """A new target assignment at ``group_epoch`` for ``members`` (the group's members as they
     will be after this event), starting from their current ``targets``; the assignor's answer
     goes through the group's imbalance ``policy`` (``imbalance``), if on or partitions are
