@@ -145,6 +145,7 @@ def test_a_scale_up_moves_at_most_the_budget_of_active_tasks_per_target() -> Non
     owner = {t: m for m, ts in current.items() for t in ts}
     for record in ctx.records(since=mark):
         if type(record.key).__name__ == "StreamsGroupTargetAssignmentMemberKey":
+            assert record.value is not None
             current[record.key.member_id] = {
                 (t.subtopology_id, p) for t in record.value.active_tasks for p in t.partitions}
         elif type(record.key).__name__ == "StreamsGroupTargetAssignmentMetadataKey":

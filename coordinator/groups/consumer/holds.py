@@ -36,11 +36,8 @@ def hold_removed(shard: Any, env: ConsumerGroupEnv, group: ConsumerGroup,
     """The record holding ``member``'s target partitions as it is removed (none when the
     group's delay is 0 or its target is empty), with the release timer armed."""
     delay = ImbalancePolicy.of(group_settings(shard, env, group.group_id)).delay_ms
-    items = items_of(group.target_of(member.member_id))
-    earlier = group.held.get(member.member_id)
-    if earlier is not None:  # removed again (it rejoined with its member id): one hold
-        items |= earlier.items
-    hold = new_hold(member.member_id, items, now_ms, delay, reason)
+    hold = new_hold(member.member_id, items_of(group.target_of(member.member_id)), now_ms,
+                    delay, reason, group.held.get(member.member_id))
     if hold is None:
         return []
     log.info("holding the partitions of a member that went", group_id=group.group_id,

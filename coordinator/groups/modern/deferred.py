@@ -40,9 +40,10 @@ class Hold:
 
 
 def new_hold(member_id: str, items: Iterable[Hashable], now_ms: int, delay_ms: int,
-             reason: str) -> Hold | None:
-    """The hold of a removed member's ``items`` (None when the delay is 0 or there are none)."""
-    held = frozenset(items)
+             reason: str, earlier: Hold | None = None) -> Hold | None:
+    """The hold of a removed member's ``items`` (None when the delay is 0 or there are none),
+    with what its ``earlier`` hold still has (removed again: it rejoined with its member id)."""
+    held = frozenset(items) | (earlier.items if earlier is not None else frozenset())
     if delay_ms <= 0 or not held:
         return None
     return Hold(member_id, held, now_ms + delay_ms, reason)

@@ -71,12 +71,9 @@ def hold_removed(shard: Any, group: StreamsGroup, member: StreamsGroupMember, no
     """The record holding ``member``'s active target tasks as it is removed (none with a delay
     of 0 or no active tasks), the release timer armed."""
     env = installed()
-    items = frozenset(iter_tasks(group.target_of(member.member_id).active))
-    earlier = group.held.get(member.member_id)
-    if earlier is not None:
-        items |= earlier.items
     delay = ImbalancePolicy.of(group_settings(shard, env, group.group_id)).delay_ms
-    hold = new_hold(member.member_id, items, now_ms, delay, reason)
+    hold = new_hold(member.member_id, iter_tasks(group.target_of(member.member_id).active),
+                    now_ms, delay, reason, group.held.get(member.member_id))
     if hold is None:
         return []
     log.info("holding the active tasks of a member that went", group_id=group.group_id,
