@@ -57,6 +57,23 @@ def _group_protocol_family(kind: str, max_size: int, max_size_bounds: tuple[int,
     ]
 
 
+def _scheduled_rebalance_delay(kind: str, what: str) -> ConfigDef:
+    return ConfigDef(
+        f"group.{kind}.scheduled.rebalance.max.delay.ms", INT, 0,
+        f"How long the {what} of a {kind} group member that left or was fenced are held "
+        "unassigned, in case it comes back, before they are spread over the others (seed 004's "
+        "deferred resolution); a member joining meanwhile gets them at once. 0 spreads them at "
+        "once.", at_least=0)
+
+
+def _assignment_max_moves(kind: str, what: str) -> ConfigDef:
+    return ConfigDef(
+        f"group.{kind}.assignment.max.moves", INT, 0,
+        f"The most {what} a new target assignment of a {kind} group moves away from members "
+        "that have them; the rest move in later targets, an assignment interval apart (seed "
+        "004's incremental resolution). 0 is unbounded.", at_least=0)
+
+
 BROKER_CONFIGS: tuple[ConfigDef, ...] = (
     # --- the node and its listeners -------------------------------------------------------
     ConfigDef("node.id", INT, 1, "The node id of this server.", at_least=0,
@@ -187,6 +204,8 @@ BROKER_CONFIGS: tuple[ConfigDef, ...] = (
               "ConsumerGroupPrepareAssignment (API key 8480) and installs with "
               "ConsumerGroupInstallAssignment (8481). Off: neither API is served nor "
               "advertised, and the tagged fields are ignored."),
+    _scheduled_rebalance_delay("consumer", "partitions"),
+    _assignment_max_moves("consumer", "partitions"),
     # --- share groups (KIP-932) -------------------------------------------------------------
     *_group_protocol_family("share", 200, (10, 1000)),
     ConfigDef("group.share.assignors", LIST, ["simple"],
@@ -227,6 +246,8 @@ BROKER_CONFIGS: tuple[ConfigDef, ...] = (
               "records.", at_least=0, at_most=500),
     # --- streams groups (KIP-1071) ----------------------------------------------------------
     *_group_protocol_family("streams", INT_MAX, (1, None)),
+    _scheduled_rebalance_delay("streams", "active tasks"),
+    _assignment_max_moves("streams", "active tasks"),
     ConfigDef("group.streams.num.standby.replicas", INT, 0,
               "The number of standby replicas for each task.", at_least=0),
     ConfigDef("group.streams.max.standby.replicas", INT, 2,

@@ -18,6 +18,7 @@ from typing import Any
 from coordinator.groups import metrics_view
 from coordinator.groups.classic import join as classic_join
 from coordinator.groups.classic.model import ClassicGroup
+from coordinator.groups.consumer import imbalance as consumer_imbalance
 from coordinator.groups.consumer import records as consumer_records
 from coordinator.groups.consumer.model import ConsumerGroup
 from coordinator.groups.share import records as share_records
@@ -127,3 +128,18 @@ def settled_without(runtime: Any, group_id: str, member_id: str) -> bool | None:
     if member_id in getattr(group, "members", {}):
         return False
     return metrics_view.view(group).state in SETTLED_STATES
+
+
+async def held_partitions(runtime: Any, group_id: str) -> tuple[int, dict[str, Any]]:
+    """(HTTP status, answer) of ``GET /groups/<group>/held``: a consumer group's partitions
+    held by deferred resolution (seed 004, Design II; ``consumer.imbalance``), each hold with
+    the member whose partitions they were, why it went and the deadline (ms since the epoch).
+    ConsumerGroupDescribe has no field for them."""
+    active, group = _group(runtime, group_id)
+    if not active:
+        return 503, {"error": "the group's coordinator partition is not active",
+                     "group": group_id}
+    if not isinstance(group, ConsumerGroup):
+        return 404, {"error": f"no consumer group {group_id}", "group": group_id}
+    names = {t.topic_id: t.name for t in group.subscription_metadata.values()}
+    return 200, {"group": group_id, "held": consumer_imbalance.holds_view(group, names.get)}

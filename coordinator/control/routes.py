@@ -7,6 +7,7 @@
 | ``GET /faults`` | the active rules, with their remaining counts and seconds |
 | ``DELETE /faults``, ``DELETE /faults/<id>`` | remove every rule, or one |
 | ``POST /groups/<group>/rebalance`` | force a new target assignment (``rebalance.py``) |
+| ``GET /groups/<group>/held`` | a consumer group's held partitions (deferred resolution) |
 | ``GET /timeline?group=G`` | the rebalance timeline (``coordinator.observability.timeline``) |
 | ``GET /clients[?group=G]`` | clients pushing telemetry, their latest metrics (``telemetry``) |
 
@@ -145,6 +146,11 @@ def force_rebalance(control: Control, request: Request) -> Answer:
     return control.on_loop(lambda: rebalance.force_rebalance(control.app.runtime, group))
 
 
+def held(control: Control, request: Request) -> Answer:
+    group = request.params[0]
+    return control.on_loop(lambda: rebalance.held_partitions(control.app.runtime, group))
+
+
 def timeline(control: Control, request: Request) -> Answer:
     """``coordinator.observability.timeline.http_timeline``, if this build has it."""
     try:
@@ -177,6 +183,7 @@ ROUTES: tuple[tuple[str, re.Pattern[str], Handler], ...] = (
     ("DELETE", re.compile(r"/faults"), clear_faults),
     ("DELETE", re.compile(r"/faults/(\d+)"), delete_fault),
     ("POST", re.compile(r"/groups/([^/]+)/rebalance"), force_rebalance),
+    ("GET", re.compile(r"/groups/([^/]+)/held"), held),
     ("GET", re.compile(r"/timeline"), timeline),
     ("GET", re.compile(r"/clients"), clients),
 )

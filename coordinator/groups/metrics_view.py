@@ -17,7 +17,8 @@ from .streams.model import StreamsGroup
 def view(group: Any) -> GroupView:
     if isinstance(group, ConsumerGroup):
         return GroupView("consumer", str(group.state).lower(), group_epoch=group.group_epoch,
-                         assignment_epoch=group.assignment_epoch)
+                         assignment_epoch=group.assignment_epoch,
+                         held_partitions=sum(len(h.items) for h in group.held.values()))
     if isinstance(group, ClassicGroup):
         return GroupView("classic", group.state.value.lower())
     if isinstance(group, ShareGroup):

@@ -17,6 +17,7 @@ from storage.records import (
     AccessControlEntryKey,
     ConfigRecordKey,
     ConsumerGroupCurrentMemberAssignmentKey,
+    ConsumerGroupHeldPartitionsKey,
     ConsumerGroupMemberMetadataKey,
     ConsumerGroupMetadataKey,
     ConsumerGroupPartitionMetadataKey,
@@ -37,6 +38,7 @@ from storage.records import (
     ShareSnapshotKey,
     ShareUpdateKey,
     StreamsGroupCurrentMemberAssignmentKey,
+    StreamsGroupHeldTasksKey,
     StreamsGroupMemberMetadataKey,
     StreamsGroupMetadataKey,
     StreamsGroupPartitionMetadataKey,
@@ -59,6 +61,8 @@ from .common import group_configs, offsets
 from .common.configs import classic_config, offsets_retention
 from .common.shard import CoordinatorShard, LoadHook, RawReplayer, Replayer
 from .consumer import client_selection
+from .consumer import holds as consumer_holds
+from .consumer import imbalance as consumer_imbalance
 from .consumer import membership as consumer_membership
 from .consumer import regex as consumer_regex
 from .consumer import replay as consumer_replay
@@ -66,6 +70,7 @@ from .share import heartbeat as share_heartbeat
 from .share import replay as share_replay
 from .share import state_records as share_state
 from .streams import heartbeat as streams_heartbeat
+from .streams import imbalance as streams_imbalance
 from .streams import replay as streams_replay
 
 REPLAYED: tuple[tuple[type, Replayer], ...] = (
@@ -84,6 +89,7 @@ REPLAYED: tuple[tuple[type, Replayer], ...] = (
     (ConsumerGroupRegularExpressionKey, consumer_regex.replay),
     (ConsumerGroupMemberClientAssignorsKey, client_selection.replay_assignors),  # 1030
     (ConsumerGroupClientAssignmentKey, client_selection.replay_assignment),  # 1031
+    (ConsumerGroupHeldPartitionsKey, consumer_imbalance.replay),  # deferred resolution (1020)
     # share groups (KIP-932)
     (ShareGroupMetadataKey, share_replay.group_metadata),
     (ShareGroupPartitionMetadataKey, share_replay.partition_metadata),
@@ -101,6 +107,7 @@ REPLAYED: tuple[tuple[type, Replayer], ...] = (
     (StreamsGroupTargetAssignmentMetadataKey, streams_replay.target_metadata),
     (StreamsGroupTargetAssignmentMemberKey, streams_replay.target_member),
     (StreamsGroupCurrentMemberAssignmentKey, streams_replay.current_assignment),
+    (StreamsGroupHeldTasksKey, streams_imbalance.replay),  # deferred resolution (1021)
     # per-group configs of an older store (1001), until migrated to cluster metadata
     (GroupConfigKey, group_configs.replay),
     # the transaction coordinator (Kafka's __transaction_state records, 1010)
@@ -134,9 +141,11 @@ NOT_REPLAYED: Mapping[type, str] = {
 
 LOAD_HOOKS: tuple[LoadHook, ...] = (
     consumer_membership.rearm_on_load,  # session and rebalance timeouts of consumer members
+    consumer_holds.rearm_on_load,  # release timers of consumer groups' held partitions
     classic_session.arm_loaded_sessions,  # session timeouts of classic members
     share_heartbeat.rearm_on_load,  # session timeouts of share members
     streams_heartbeat.rearm_on_load,  # session and rebalance timeouts of streams members
+    streams_imbalance.rearm_on_load,  # release timers of streams groups' held tasks
     expiration.arm,  # the offsets-retention check (KIP-211)
 )
 """What runs, in this order, once a partition's log is replayed."""

@@ -35,6 +35,11 @@ its coordinator partition, absent from the few events only annotations give. Kin
   and, with a cooperative protocol, revokes through its next JoinGroup (the owned partitions
   of the next generation's subscription); an eager member revokes everything when it rejoins;
 * ``member-epoch`` (``member``, ``epoch``, ``state``: stable, unrevoked, unreleased, ...);
+* ``held`` (``member``: whose partitions, ``partitions``, ``deadline_ms``, ``reason``: why it
+  went) and ``released`` (``member``, ``partitions``, ``reason``: ``taken`` by a member that
+  joined, or ``expired``): deferred resolution's held partitions (seed 004, Design II);
+  ``round`` (annotation only, after its ``target-computed``: ``epoch``, ``moved``,
+  ``deferred``): a target under incremental resolution (Design III);
 * ``group-stable`` (``epoch``, ``members``: every member at the group's epoch, holding its
   target; a classic group: a generation synced); ``group-deleted``.
 """
@@ -56,6 +61,7 @@ from storage.errors import RecordDecodeError
 from storage.records import (
     RECORD_TYPES,
     ConsumerGroupCurrentMemberAssignmentKey,
+    ConsumerGroupHeldPartitionsKey,
     ConsumerGroupMemberMetadataKey,
     ConsumerGroupMetadataKey,
     ConsumerGroupPartitionMetadataKey,
@@ -69,6 +75,7 @@ from storage.records import (
     ShareGroupTargetAssignmentMemberKey,
     ShareGroupTargetAssignmentMetadataKey,
     StreamsGroupCurrentMemberAssignmentKey,
+    StreamsGroupHeldTasksKey,
     StreamsGroupMemberMetadataKey,
     StreamsGroupMetadataKey,
     StreamsGroupTargetAssignmentMemberKey,
@@ -86,7 +93,7 @@ from .classic.consumer_protocol import decode_assignment, decode_subscription
 CLASSIC, CONSUMER, SHARE, STREAMS = "classic", "consumer", "share", "streams"
 
 # What each group record key is: (group type, role).
-_METADATA, _PARTITIONS, _MEMBER, _TARGET_META, _TARGET, _CURRENT = range(6)
+_METADATA, _PARTITIONS, _MEMBER, _TARGET_META, _TARGET, _CURRENT, _HELD = range(7)
 _ROLES: dict[type, tuple[str, int]] = {
     ConsumerGroupMetadataKey: (CONSUMER, _METADATA),
     ConsumerGroupPartitionMetadataKey: (CONSUMER, _PARTITIONS),
@@ -94,6 +101,7 @@ _ROLES: dict[type, tuple[str, int]] = {
     ConsumerGroupTargetAssignmentMetadataKey: (CONSUMER, _TARGET_META),
     ConsumerGroupTargetAssignmentMemberKey: (CONSUMER, _TARGET),
     ConsumerGroupCurrentMemberAssignmentKey: (CONSUMER, _CURRENT),
+    ConsumerGroupHeldPartitionsKey: (CONSUMER, _HELD),
     ShareGroupMetadataKey: (SHARE, _METADATA),
     ShareGroupPartitionMetadataKey: (SHARE, _PARTITIONS),
     ShareGroupMemberMetadataKey: (SHARE, _MEMBER),
@@ -105,6 +113,7 @@ _ROLES: dict[type, tuple[str, int]] = {
     StreamsGroupTargetAssignmentMetadataKey: (STREAMS, _TARGET_META),
     StreamsGroupTargetAssignmentMemberKey: (STREAMS, _TARGET),
     StreamsGroupCurrentMemberAssignmentKey: (STREAMS, _CURRENT),
+    StreamsGroupHeldTasksKey: (STREAMS, _HELD),
 }
 
 GROUP_OF: dict[type, Callable[[Any], str]] = {
@@ -147,6 +156,8 @@ class _Group:
     targets: dict[str, Held] = field(default_factory=dict)
     moved: int = 0
     stable: tuple[int, frozenset[str]] | None = None
+    held: dict[str, tuple[Held, int]] = field(default_factory=dict)
+    """Deferred resolution: member id -> (its held partitions, their deadline)."""
 
 
 class _Deriver:
@@ -158,6 +169,7 @@ class _Deriver:
         self.events: list[dict[str, Any]] = []
         self.emitting = False
         self.pending_target: dict[str, Any] | None = None
+        self.pending_round: dict[str, Any] | None = None
         self.pending_removed: dict[str, str] = {}
 
     # --- output -------------------------------------------------------------------------------
@@ -225,12 +237,16 @@ class _Deriver:
             self._target(group, key.member_id, value)
         elif what == _TARGET_META:
             self._target_metadata(group, ts, offset, value)
+        elif what == _HELD:
+            self._held(group, ts, offset, key.member_id, value)
         else:
             self._current(group, ts, offset, key.member_id, value)
 
     def _annotation(self, ts: int, name: str, fields: Mapping[str, Any]) -> None:
         if name == timeline.TARGET:
             self.pending_target = dict(fields)
+        elif name == timeline.ROUND:
+            self.pending_round = dict(fields)
         elif name == timeline.REMOVED:
             self.pending_removed[fields["member"]] = fields["reason"]
         elif name == timeline.FENCED:
@@ -302,6 +318,31 @@ class _Deriver:
         self.emit(ts, offset, "target-computed", epoch=value.assignment_epoch,
                   members=len(group.targets), moved=group.moved, **extra)
         group.moved = 0
+        note = self.pending_round
+        if note is not None and note["epoch"] == value.assignment_epoch:
+            self.pending_round = None
+            self.emit(ts, None, "round", epoch=note["epoch"], moved=note["moved"],
+                      deferred=note["deferred"])
+
+    def _held(self, group: _Group, ts: int, offset: int, member_id: str, value: Any) -> None:
+        gtype = group.group_type
+        before, deadline = group.held.get(member_id, (_NOTHING, 0))
+        if value is None:
+            group.held.pop(member_id, None)
+            if before:
+                self.emit(ts, offset, "released", member=member_id,
+                          **self._parts(gtype, before),
+                          reason="expired" if ts >= deadline else "taken")
+            return
+        now = (frozenset(_tasks("active", value.active_tasks)) if gtype == STREAMS
+               else _target_held(gtype, value))
+        group.held[member_id] = (now, value.deadline_ms)
+        if now - before:
+            self.emit(ts, offset, "held", member=member_id, **self._parts(gtype, now - before),
+                      deadline_ms=value.deadline_ms, reason=value.reason)
+        if before - now:
+            self.emit(ts, offset, "released", member=member_id,
+                      **self._parts(gtype, before - now), reason="taken")
 
     def _current(self, group: _Group, ts: int, offset: int, member_id: str, value: Any) -> None:
         gtype = group.group_type

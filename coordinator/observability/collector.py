@@ -77,6 +77,8 @@ class GroupView:
     state: str
     group_epoch: int | None = None
     assignment_epoch: int | None = None
+    held_partitions: int | None = None
+    """Consumer groups: partitions held by deferred resolution (seed 004, Design II)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -329,6 +331,10 @@ class Observability:
                     if view.group_epoch is not None:
                         per_group.append(_m("group-epoch", view.group_epoch,
                                             "The consumer group's group epoch", group=group_id))
+                    if view.held_partitions is not None:
+                        per_group.append(_m("held-partitions", view.held_partitions,
+                                            "Partitions of members that left, held unassigned "
+                                            "by deferred resolution", group=group_id))
             if self.view_share_partitions is not None:
                 per_group += self._share_partition_metrics(shard)
             for group_id in list(shard.offsets.groups()):

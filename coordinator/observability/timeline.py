@@ -71,6 +71,9 @@ FENCED = "fenced"
 ``known_epoch``."""
 REBALANCE = "rebalance"
 """A classic group's rebalance started: ``generation``, ``reason``."""
+ROUND = "round"
+"""A target under incremental resolution (seed 004, Design III): ``epoch``, ``moved``,
+``deferred`` (moves left for later rounds)."""
 
 # why a member was removed (the ``reason`` of REMOVED)
 LEFT = "left"
@@ -311,6 +314,17 @@ def note_target(group_id: str, assignor: str, duration_ms: float, *, offloaded: 
         if epoch is not None:
             fields["epoch"] = epoch
         store.annotate(group_id, TARGET, fields)
+
+
+def note_round(group_id: str, epoch: int, moved: int, deferred: int,
+               timestamp: int | None = None) -> None:
+    """The target of ``epoch`` moved ``moved`` partitions and left ``deferred`` moves for
+    later rounds (incremental resolution; said by a ``round`` event after its
+    ``target-computed``)."""
+    store = _attached
+    if store is not None:
+        store.annotate(group_id, ROUND, {"epoch": epoch, "moved": moved, "deferred": deferred},
+                       timestamp)
 
 
 def note_fenced(group_id: str, member_id: str, received_epoch: int, known_epoch: int,

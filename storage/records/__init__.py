@@ -33,6 +33,12 @@ from storage.records.consumer import (
     ConsumerGroupTargetAssignmentMetadataValue,
 )
 from storage.records.group_config import GroupConfigKey, GroupConfigValue
+from storage.records.imbalance import (
+    ConsumerGroupHeldPartitionsKey,
+    ConsumerGroupHeldPartitionsValue,
+    StreamsGroupHeldTasksKey,
+    StreamsGroupHeldTasksValue,
+)
 from storage.records.offsets import OffsetCommitKey, OffsetCommitValue
 from storage.records.registry import (
     DELTA_KEY_PREFIXES,
@@ -119,6 +125,8 @@ __all__ = [
     "ConfigRecordValue",
     "ConsumerGroupCurrentMemberAssignmentKey",
     "ConsumerGroupCurrentMemberAssignmentValue",
+    "ConsumerGroupHeldPartitionsKey",
+    "ConsumerGroupHeldPartitionsValue",
     "ConsumerGroupMemberMetadataKey",
     "ConsumerGroupMemberMetadataValue",
     "ConsumerGroupMetadataKey",
@@ -168,6 +176,8 @@ __all__ = [
     "ShareUpdateValue",
     "StreamsGroupCurrentMemberAssignmentKey",
     "StreamsGroupCurrentMemberAssignmentValue",
+    "StreamsGroupHeldTasksKey",
+    "StreamsGroupHeldTasksValue",
     "StreamsGroupMemberMetadataKey",
     "StreamsGroupMemberMetadataValue",
     "StreamsGroupMetadataKey",

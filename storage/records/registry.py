@@ -27,6 +27,7 @@ from storage.records import (
     configs,
     consumer,
     group_config,
+    imbalance,
     offsets,
     scram,
     share,
@@ -51,7 +52,7 @@ class RecordType:
 def _pairs() -> list[tuple[type[Any], type[Any]]]:
     pairs: list[tuple[type[Any], type[Any]]] = []
     for module in (offsets, classic, consumer, share, streams, topics, group_config, acls,
-                   scram, transactions, configs, client_assignors):
+                   scram, transactions, configs, client_assignors, imbalance):
         for name, obj in vars(module).items():
             if name.endswith("Key") and isinstance(obj, type) and hasattr(obj, "TYPE_ID"):
                 value_cls = getattr(module, name[: -len("Key")] + "Value")

@@ -37,6 +37,9 @@
     "group-deleted": { lane: "group", shape: "cross", color: "#555555", text: "deleted" },
     "coordinator-moved": { lane: "group", shape: "diamond", color: "#ff7f00", text: "coordinator moved" },
     "client-event": { lane: "member", shape: "star", color: "#a6761d", text: "client" },
+    "held": { lane: "member", shape: "diamond", color: "#e7298a", text: "held" },
+    "released": { lane: "member", shape: "diamond", color: "#66a61e", text: "released" },
+    "round": { lane: "group", shape: "square", color: "#e7298a", text: "round" },
   };
   const OTHER = { lane: "member", shape: "circle", color: "#666666", text: "" };
   const CHANGES = new Set(["assigned", "revoked"]);

@@ -38,6 +38,9 @@ _BROKER_DEFAULTS: dict[str, tuple[ConfigType, str | None, Any]] = {
     "consumer.heartbeat.interval.ms": (INT, "group.consumer.heartbeat.interval.ms", None),
     "consumer.assignment.interval.ms": (INT, None, -1),
     "consumer.assignor.offload.enable": (BOOL, None, None),
+    "consumer.scheduled.rebalance.max.delay.ms": (
+        INT, "group.consumer.scheduled.rebalance.max.delay.ms", None),
+    "consumer.assignment.max.moves": (INT, "group.consumer.assignment.max.moves", None),
     "share.session.timeout.ms": (INT, "group.share.session.timeout.ms", None),
     "share.heartbeat.interval.ms": (INT, "group.share.heartbeat.interval.ms", None),
     "share.record.lock.duration.ms": (INT, "group.share.record.lock.duration.ms", None),
@@ -54,6 +57,9 @@ _BROKER_DEFAULTS: dict[str, tuple[ConfigType, str | None, Any]] = {
                                            None),
     "streams.assignment.interval.ms": (INT, None, -1),
     "streams.assignor.offload.enable": (BOOL, None, None),
+    "streams.scheduled.rebalance.max.delay.ms": (
+        INT, "group.streams.scheduled.rebalance.max.delay.ms", None),
+    "streams.assignment.max.moves": (INT, "group.streams.assignment.max.moves", None),
 }
 
 _DOCS = {
@@ -65,6 +71,11 @@ _DOCS = {
     "assignor.offload.enable": "Whether to offload {} group assignment to a group coordinator "
                                "background thread; not set uses the broker's "
                                "group.{}.assignor.offload.enable.",
+    "scheduled.rebalance.max.delay.ms": "How long the partitions of a {} group member that "
+                                        "left are held for it before they are spread (0: "
+                                        "at once).",
+    "assignment.max.moves": "The most partitions a {} group's new target moves away from "
+                            "members that have them (0: unbounded).",
 }
 
 _ONE_OF = {"share.auto.offset.reset": ("latest", "earliest"),
@@ -123,6 +134,10 @@ def validate(overrides: Mapping[str, str], broker_config: Any) -> dict[str, Any]
                                "partition.max.record.locks")):
         _bounded(name, effective[name], broker_config, f"group.share.min.{broker_name}",
                  f"group.share.max.{broker_name}")
+    for name in ("consumer.scheduled.rebalance.max.delay.ms", "consumer.assignment.max.moves",
+                 "streams.scheduled.rebalance.max.delay.ms", "streams.assignment.max.moves"):
+        if effective[name] < 0:
+            raise GroupConfigError(f"{name} must be greater than or equal to 0")
     standby = effective["streams.num.standby.replicas"]
     maximum = broker_config["group.streams.max.standby.replicas"]
     if not 0 <= standby <= maximum:
@@ -192,6 +207,9 @@ class ModernGroupOverrides:
 class ConsumerGroupOverrides(ModernGroupOverrides):
     """What a consumer group overrides; None means the broker's value."""
 
+    scheduled_rebalance_max_delay_ms: int | None = None
+    assignment_max_moves: int | None = None
+
 
 @dataclass(frozen=True, slots=True)
 class ShareGroupOverrides(ModernGroupOverrides):
@@ -211,6 +229,8 @@ class StreamsGroupOverrides(ModernGroupOverrides):
 
     num_standby_replicas: int | None = None
     initial_rebalance_delay_ms: int | None = None
+    scheduled_rebalance_max_delay_ms: int | None = None
+    assignment_max_moves: int | None = None
 
 
 _NO_CONSUMER_OVERRIDES = ConsumerGroupOverrides()
@@ -279,7 +299,11 @@ def _modern_overrides(parsed: Callable[[str], Any], kind: str) -> dict[str, Any]
 
 
 def _parse_consumer_overrides(stored: Mapping[str, str]) -> ConsumerGroupOverrides:
-    return ConsumerGroupOverrides(**_modern_overrides(_parser(stored), "consumer"))
+    parsed = _parser(stored)
+    return ConsumerGroupOverrides(
+        **_modern_overrides(parsed, "consumer"),
+        scheduled_rebalance_max_delay_ms=parsed("consumer.scheduled.rebalance.max.delay.ms"),
+        assignment_max_moves=parsed("consumer.assignment.max.moves"))
 
 
 def _parse_share_overrides(stored: Mapping[str, str]) -> ShareGroupOverrides:
@@ -298,4 +322,6 @@ def _parse_streams_overrides(stored: Mapping[str, str]) -> StreamsGroupOverrides
     return StreamsGroupOverrides(
         **_modern_overrides(parsed, "streams"),
         num_standby_replicas=parsed("streams.num.standby.replicas"),
-        initial_rebalance_delay_ms=parsed("streams.initial.rebalance.delay.ms"))
+        initial_rebalance_delay_ms=parsed("streams.initial.rebalance.delay.ms"),
+        scheduled_rebalance_max_delay_ms=parsed("streams.scheduled.rebalance.max.delay.ms"),
+        assignment_max_moves=parsed("streams.assignment.max.moves"))

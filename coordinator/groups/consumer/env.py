@@ -35,6 +35,10 @@ class ConsumerGroupSettings:
     regex_refresh_interval_ms: int = 600000
     client_assignors: bool = False
     """``group.consumer.client.assignors.enable``: the draft's client-side assignors."""
+    scheduled_rebalance_max_delay_ms: int = 0
+    """Deferred resolution's delay (``imbalance``); 0 is off."""
+    assignment_max_moves: int = 0
+    """Incremental resolution's moves per target (``imbalance``); 0 is unbounded."""
     first_target_window_ms: int = 80
     """How long after the last member joined a new group's first offloaded run waits for more
     (``pacing``; not a config: 0 starts it at the first heartbeat, as seed 000 does)."""
@@ -50,6 +54,9 @@ class ConsumerGroupSettings:
                 "group.consumer.lag.assignor.stickiness.tolerance")),
             migration_policy=config["group.consumer.migration.policy"],
             client_assignors=config["group.consumer.client.assignors.enable"],
+            scheduled_rebalance_max_delay_ms=config[
+                "group.consumer.scheduled.rebalance.max.delay.ms"],
+            assignment_max_moves=config["group.consumer.assignment.max.moves"],
         )
 
     @property

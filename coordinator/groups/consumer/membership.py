@@ -25,6 +25,7 @@ from coordinator.runtime.result import Record
 from . import client_selection, records
 from . import regex as consumer_regex
 from .env import ConsumerGroupEnv, installed
+from .holds import hold_removed
 from .model import Assignment, ConsumerGroup, ConsumerGroupMember, MemberState
 from .offload import arm_after_bump
 from .settings import group_settings
@@ -47,7 +48,8 @@ def schedule_session_timeout(shard: Any, env: ConsumerGroupEnv, group_id: str, m
     """``timeout_ms``: a classic member's own session timeout (mixed groups)."""
     def remove(shard: Any, group: ConsumerGroup, member: ConsumerGroupMember,
                now: int) -> Result:
-        return remove_members(shard, env, group, [member], now)
+        return remove_members(shard, env, group, [member], now,
+                              reason=timeline.SESSION_EXPIRED)
 
     timeout = timeout_ms if timeout_ms is not None else \
         group_settings(shard, env, group_id).session_timeout_ms
@@ -61,7 +63,8 @@ def schedule_rebalance_timeout(shard: Any, env: ConsumerGroupEnv, group_id: str,
 
     def remove(shard: Any, group: ConsumerGroup, current: ConsumerGroupMember,
                now: int) -> Result:
-        return remove_members(shard, env, group, [current], now)
+        return remove_members(shard, env, group, [current], now,
+                              reason=timeline.REBALANCE_TIMEOUT)
 
     timeout = member.rebalance_timeout_ms if member.rebalance_timeout_ms > 0 else \
         group_settings(shard, env, group_id).session_timeout_ms
@@ -133,8 +136,10 @@ def _names(env: ConsumerGroupEnv, assignment: Assignment) -> list[tuple[str, lis
 
 def remove_members(shard: Any, env: ConsumerGroupEnv, group: ConsumerGroup,
                    members: Sequence[ConsumerGroupMember], now_ms: int,
-                   response: Any = None) -> Result:
-    """Records removing ``members`` (one group epoch bump); then the downgrade, if due."""
+                   response: Any = None, reason: str = timeline.LEFT) -> Result:
+    """Records removing ``members`` (one group epoch bump); then the downgrade, if due. Their
+    partitions are held first under deferred resolution (``holds``; ``reason``: why they
+    go)."""
     gid = group.group_id
     gone = {m.member_id for m in members}
     remaining = [m for m in group.members.values() if m.member_id not in gone]
@@ -151,7 +156,9 @@ def remove_members(shard: Any, env: ConsumerGroupEnv, group: ConsumerGroup,
                           result.effect)
     out: list[Record] = []
     for member in members:
+        held = hold_removed(shard, env, group, member, now_ms, reason)
         out += fence_member(shard, env, group, member)
+        out += held
     if len(members) > 1:
         # Each fence_member saw one removal: the subscriptions after all of them.
         metadata = subscription_metadata(

@@ -134,6 +134,9 @@ class ConsumerGroup:
         """Instance id -> the ids of the members that carry it."""
         self.target: dict[str, Assignment] = {}
         """Target assignment by member id."""
+        self.held: dict[str, Any] = {}
+        """Member id -> ``modern.deferred.Hold``: partitions of a member that left, held
+        unassigned (ConsumerGroupHeldPartitions records, ``imbalance``)."""
         self.partition_owners: dict[tuple[uuid.UUID, int], str] = {}
         """(topic id, partition) -> id of the member that owns it or has yet to revoke it (the
         partition's epoch is that member's epoch)."""

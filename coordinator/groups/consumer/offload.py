@@ -39,7 +39,10 @@ from coordinator.groups.common.offload import (
     install_result,
     start_run_effect,
 )
+from coordinator.groups.modern.settings import ImbalancePolicy
+from coordinator.groups.modern.subscription import next_group_epoch
 from coordinator.groups.modern.target import assignment_due, offloaded
+from coordinator.observability import sensors
 from coordinator.observability.logs import get_logger
 from coordinator.runtime import Result
 from coordinator.runtime.result import Record
@@ -132,6 +135,8 @@ def start_run(shard: Any, env: ConsumerGroupEnv, group: ConsumerGroup, group_epo
         client = client_selection.start(shard, group, group_epoch, members)
         if client is not None:
             return [], client, None
+    policy = ImbalancePolicy.of(group_settings(shard, env, gid))
+    offload = offload and not (policy.on or group.held)  # inline: see ``imbalance``
     assignor_name = _preferred_assignor(members.values(), settings.default_assignor)
     offsets = (topic_offsets(shard, gid, metadata, env.log_offsets)
                if assignor_name == LAG_ASSIGNOR else None)
@@ -143,9 +148,16 @@ def start_run(shard: Any, env: ConsumerGroupEnv, group: ConsumerGroup, group_epo
         return [], start_effect(shard, gid, prepared, env.offloader, now_ms, env), None
     result = build_target(group, group_epoch, members, targets, metadata,
                           env.assignor(assignor_name), now_ms, offsets,
-                          dict(settings.lag_options))
+                          dict(settings.lag_options), policy)
     log.info("computed target assignment", group_id=gid, assignment_epoch=result.epoch,
              assignor=assignor_name, members=len(members), assign_ms=round(result.assign_ms, 2))
+    if result.next_round:  # incremental resolution: the next round, once the interval passed
+        def next_round() -> None:
+            current = shard.groups.get(gid)
+            if isinstance(current, ConsumerGroup):
+                arm_after_bump(shard, env, current, now_ms)
+
+        return result.records, next_round, result
     return result.records, None, result
 
 
@@ -206,6 +218,17 @@ def arm_after_bump(shard: Any, env: ConsumerGroupEnv, group: ConsumerGroup,
     own = group_settings(shard, env, group.group_id)
     arm_assign_timer(shard, env, group.group_id,
                      pacing.next_run_at(group, now_ms, own.assignment_interval_ms))
+
+
+def bump_epoch(shard: Any, env: ConsumerGroupEnv, group: ConsumerGroup, now_ms: int,
+               reason: str) -> Record:
+    """The record bumping the group epoch outside a heartbeat (why: ``reason``), the run it
+    makes due armed (``arm_after_bump``)."""
+    epoch = next_group_epoch(group)
+    log.info("bumped group epoch", group_id=group.group_id, group_epoch=epoch, reason=reason)
+    sensors.record_rebalance(group.group_id)
+    arm_after_bump(shard, env, group, now_ms)
+    return records.group_epoch(group.group_id, epoch)
 
 
 def _preferred_assignor(members: Iterable[ConsumerGroupMember], default: str) -> str:

@@ -11,6 +11,8 @@ from storage.records import (
     ClassicProtocol,
     ConsumerGroupCurrentMemberAssignmentKey,
     ConsumerGroupCurrentMemberAssignmentValue,
+    ConsumerGroupHeldPartitionsKey,
+    ConsumerGroupHeldPartitionsValue,
     ConsumerGroupMemberMetadataKey,
     ConsumerGroupMemberMetadataValue,
     ConsumerGroupMetadataKey,
@@ -90,6 +92,18 @@ def target_metadata(group_id: str, epoch: int, timestamp: int) -> Record:
                                                        timestamp=timestamp))
 
 
+def held_partitions(group_id: str, member_id: str, assignment: Assignment, deadline_ms: int,
+                    reason: str) -> Record:
+    """Deferred resolution's hold of ``member_id``'s partitions (ours, type 1020)."""
+    return (ConsumerGroupHeldPartitionsKey(group_id=group_id, member_id=member_id),
+            ConsumerGroupHeldPartitionsValue(topic_partitions=topic_partitions(assignment),
+                                             deadline_ms=deadline_ms, reason=reason))
+
+
+def held_partitions_tombstone(group_id: str, member_id: str) -> Record:
+    return (ConsumerGroupHeldPartitionsKey(group_id=group_id, member_id=member_id), None)
+
+
 def regex_record(group_id: str, regex: str, topics: Iterable[str], version: int,
            timestamp: int) -> Record:
     return (ConsumerGroupRegularExpressionKey(group_id=group_id, regular_expression=regex),
@@ -112,6 +126,7 @@ def group_tombstones(group: ConsumerGroup) -> list[Record]:
                 member_metadata_tombstone(gid, member_id)]
     out += [regex_tombstone(gid, regex) for regex in group.resolved_regexes]
     out += client_selection.group_tombstones(group)
+    out += [held_partitions_tombstone(gid, member_id) for member_id in group.held]
     out += [(target_metadata(gid, 0, 0)[0], None),
             (subscription_metadata(gid, ())[0], None),
             (group_epoch(gid, 0)[0], None)]

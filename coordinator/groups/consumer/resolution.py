@@ -7,15 +7,13 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from coordinator.groups.modern.subscription import next_group_epoch
-from coordinator.observability import sensors
 from coordinator.observability.logs import get_logger
 from coordinator.runtime import Result
 from coordinator.runtime.result import Record
 
 from . import records
 from .model import ConsumerGroup
-from .offload import arm_after_bump
+from .offload import bump_epoch
 from .regex import resolve_all, resolved_topics, topic_names
 from .subscription import names_after, subscription_metadata
 
@@ -95,11 +93,6 @@ def resolution_installed(shard: Any, now_ms: int, env: Any, group: Any, run_id: 
         out.append(records.subscription_metadata(gid, metadata.values()))
         changed = True
     if changed:
-        epoch = next_group_epoch(group)
-        out.append(records.group_epoch(gid, epoch))
-        log.info("bumped group epoch", group_id=gid, group_epoch=epoch,
-                 reason="regular expressions resolved")
-        sensors.record_rebalance(gid)
-        arm_after_bump(shard, env, group, now_ms)
+        out.append(bump_epoch(shard, env, group, now_ms, "regular expressions resolved"))
     again = group.regex_rerun or any(regex not in found for regex in wanted)
     return Result(out, effect=start_resolution(shard, env, gid, now_ms) if again else None)

@@ -16,6 +16,9 @@ from .env import ConsumerGroupEnv
 class GroupSettings(Settings):
     """The broker's consumer group settings with the group's overrides applied."""
 
+    scheduled_rebalance_max_delay_ms: int = 0
+    assignment_max_moves: int = 0
+
 
 def group_settings(shard: Any, env: ConsumerGroupEnv, group_id: str) -> GroupSettings:
     return effective(GroupSettings, consumer_overrides(shard, group_id), env.settings)

@@ -24,10 +24,11 @@ from assignors import (
     TopicId,
     TopicMetadata,
 )
+from coordinator.groups.modern.settings import ImbalancePolicy
 from coordinator.observability import sensors
 from coordinator.runtime.result import Record
 
-from . import records
+from . import imbalance, records
 from .model import Assignment, ConsumerGroup, ConsumerGroupMember, SubscribedTopic
 
 
@@ -37,6 +38,8 @@ class TargetResult:
     assignments: Mapping[str, Assignment]
     records: list[Record]
     assign_ms: float = 0.0
+    next_round: bool = False
+    """Incremental resolution left moves for a later target (the group epoch is bumped)."""
 
 
 _IDS_CACHE_SIZE = 64
@@ -71,9 +74,12 @@ def build_target(group: ConsumerGroup, group_epoch: int, members: Mapping[str, C
                  targets: Mapping[str, Assignment], metadata: Mapping[str, SubscribedTopic],
                  assignor: PartitionAssignor, now_ms: int,
                  offsets: Mapping[str, PartitionOffsets] | None = None,
-                 options: Mapping[str, object] | None = None) -> TargetResult:
+                 options: Mapping[str, object] | None = None,
+                 policy: ImbalancePolicy | None = None) -> TargetResult:
     """A new target assignment at ``group_epoch`` for ``members`` (the group's members as they
-    will be after this event), starting from their current ``targets``."""
+    will be after this event), starting from their current ``targets``; the assignor's answer
+    goes through the group's imbalance ``policy`` (``imbalance``), if on or partitions are
+    held."""
     # The casts (to and from the assignors' ``TopicId``, any hashable) are needed because a
     # Mapping's key type is invariant: an ``Assignment`` (keyed by ``uuid.UUID``) is no
     # ``Mapping[TopicId, ...]`` to mypy, and the assignor answers with the topic ids given.
@@ -92,10 +98,17 @@ def build_target(group: ConsumerGroup, group_epoch: int, members: Mapping[str, C
     result = assignor.assign(AssignmentSpec.build(specs, topics, offsets=by_id, options=options))
     member_of = cast("Callable[[str], Mapping[uuid.UUID, Partitions]]", result.member)
     assign_ms = (time.perf_counter() - started) * 1000.0
+    proposal = {member_id: {t: frozenset(p) for t, p in member_of(member_id).items() if p}
+                for member_id in members}
+    applied = None
+    if policy is not None and (policy.on or group.held):
+        applied = imbalance.apply(group, group_epoch, targets, proposal,
+                                  lambda m: subscribed_ids(members[m], metadata), policy, now_ms)
+    assignments = proposal if applied is None else applied.assignments
     new_targets: dict[str, Assignment] = {}
     out: list[Record] = []
     for member_id in members:
-        assignment = {t: frozenset(p) for t, p in member_of(member_id).items() if p}
+        assignment = assignments[member_id]
         old = targets.get(member_id)
         if old is not None and assignment == old and member_id in group.target:
             new_targets[member_id] = old  # unchanged: the same object (see assignment_forms)
@@ -106,4 +119,7 @@ def build_target(group: ConsumerGroup, group_epoch: int, members: Mapping[str, C
     out.append(records.target_metadata(group.group_id, group_epoch, now_ms))
     sensors.record_assignment(group.group_id, assignor.name, assign_ms,
                                     sensors.partitions_moved(targets, new_targets))
-    return TargetResult(group_epoch, new_targets, out, assign_ms)
+    if applied is not None:
+        out += applied.records
+    return TargetResult(group_epoch, new_targets, out, assign_ms,
+                        applied is not None and applied.next_round)

@@ -35,6 +35,26 @@ def broker_configs(config: Any, kind: str) -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True, slots=True)
+class ImbalancePolicy:
+    """Seed 004's policies of a group (``deferred``, ``incremental``), from its effective
+    settings' ``scheduled_rebalance_max_delay_ms`` and ``assignment_max_moves``."""
+
+    delay_ms: int = 0
+    """Deferred resolution: how long a removed member's partitions (tasks) are held (0: off)."""
+    max_moves: int = 0
+    """Incremental resolution: the most moves per target (0: unbounded)."""
+
+    @property
+    def on(self) -> bool:
+        return self.delay_ms > 0 or self.max_moves > 0
+
+    @classmethod
+    def of(cls, settings: Any) -> ImbalancePolicy:
+        return cls(int(getattr(settings, "scheduled_rebalance_max_delay_ms", 0) or 0),
+                   int(getattr(settings, "assignment_max_moves", 0) or 0))
+
+
 _FIELDS: dict[type, tuple[str, ...]] = {}
 
 

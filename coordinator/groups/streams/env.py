@@ -22,6 +22,10 @@ class StreamsGroupSettings:
     initial_rebalance_delay_ms: int = 3000
     assignment_interval_ms: int = 1000
     assignor_offload: bool = True
+    scheduled_rebalance_max_delay_ms: int = 0
+    """Deferred resolution's delay (``imbalance``); 0 is off."""
+    assignment_max_moves: int = 0
+    """Incremental resolution's moves per target (``imbalance``); 0 is unbounded."""
 
     @classmethod
     def from_config(cls, config: Any) -> StreamsGroupSettings:
@@ -29,6 +33,9 @@ class StreamsGroupSettings:
             **broker_configs(config, "streams"),
             num_standby_replicas=config["group.streams.num.standby.replicas"],
             initial_rebalance_delay_ms=config["group.streams.initial.rebalance.delay.ms"],
+            scheduled_rebalance_max_delay_ms=config[
+                "group.streams.scheduled.rebalance.max.delay.ms"],
+            assignment_max_moves=config["group.streams.assignment.max.moves"],
         )
 
 
@@ -46,6 +53,8 @@ class GroupSettings(Settings):
 
     num_standby_replicas: int
     initial_rebalance_delay_ms: int
+    scheduled_rebalance_max_delay_ms: int = 0
+    assignment_max_moves: int = 0
 
 
 def group_settings(shard: Any, env: StreamsGroupEnv, group_id: str) -> GroupSettings:

@@ -29,7 +29,7 @@ from coordinator.runtime import CoordinatorError, Result
 from coordinator.runtime.result import Record
 from protocol import ErrorCode
 
-from . import records
+from . import imbalance, records
 from .endpoints import EndpointPartitions, partitions_by_endpoint
 from .env import StreamsGroupEnv, group_settings, installed
 from .model import (
@@ -185,8 +185,10 @@ def initial_delay_key(group_id: str) -> tuple[str, str]:
 def schedule_session_timeout(shard: Any, env: StreamsGroupEnv, group_id: str, member_id: str,
                              now_ms: int) -> None:
     timeout = group_settings(shard, env, group_id).session_timeout_ms
-    member_rules.schedule_session_timeout(shard, "streams", StreamsGroup, group_id, member_id,
-                                          now_ms + timeout, remove_member)
+    member_rules.schedule_session_timeout(
+        shard, "streams", StreamsGroup, group_id, member_id, now_ms + timeout,
+        lambda shard, group, member, now: remove_member(shard, group, member, now,
+                                                        reason=timeline.SESSION_EXPIRED))
 
 
 def schedule_rebalance_timeout(shard: Any, group_id: str, member: StreamsGroupMember,
@@ -197,7 +199,9 @@ def schedule_rebalance_timeout(shard: Any, group_id: str, member: StreamsGroupMe
         shard, rebalance_key(group_id, member.member_id), now_ms + timeout, StreamsGroup,
         group_id, member.member_id, timeline.REBALANCE_TIMEOUT,
         "streams group member did not revoke its tasks within its rebalance timeout",
-        remove_member, lambda current: current.member_epoch == epoch
+        lambda shard, group, member, now: remove_member(shard, group, member, now,
+                                                        reason=timeline.REBALANCE_TIMEOUT),
+        lambda current: current.member_epoch == epoch
         and current.state is MemberState.UNREVOKED_TASKS)
 
 
@@ -220,9 +224,14 @@ def _schedule_initial_delay(shard: Any, env: StreamsGroupEnv, group_id: str, now
         settings = group_settings(shard, env, group_id)
         prepared = prepare(group, group.group_epoch, group.members, group.configured,
                            _standby(group.assignment_configs))
-        if offloaded(settings, env):
+        policy = imbalance.policy(shard, env, group)
+        if offloaded(settings, env) and policy is None:
             return Result(effect=start_effect(shard, group_id, prepared, env.offloader))
-        _, out = compute_inline(group, prepared, group.members, now)
+        _, out = compute_inline(
+            group, prepared, group.members, now, policy,
+            lambda epoch: records.group_metadata(group, epoch, group.metadata_hash,
+                                                 group.validated_topology_epoch,
+                                                 group.assignment_configs))
         return Result(out)
 
     shard.timers.schedule(key, now_ms + delay_ms, fire)
@@ -255,11 +264,13 @@ def _standby(configs: tuple[tuple[str, str], ...]) -> int:
 
 # ------------------------------------------------------------------------------ fencing
 def remove_member(shard: Any, group: StreamsGroup, member: StreamsGroupMember, now_ms: int,
-                  response: Any = None) -> Result:
-    """``member`` leaves or is fenced: its records go and the group epoch is bumped (no new
-    target now: the next heartbeat of any member computes it)."""
+                  response: Any = None, reason: str = timeline.LEFT) -> Result:
+    """``member`` leaves or is fenced (why: ``reason``): its records go, its active tasks are
+    held under deferred resolution (``imbalance``), and the group epoch is bumped (no new target
+    now: the next heartbeat of any member computes it)."""
     gid, mid = group.group_id, member.member_id
     out: list[Record] = records.member_tombstones(gid, mid)
+    out += imbalance.hold_removed(shard, group, member, now_ms, reason)
     out.append(records.group_metadata(group, group.group_epoch + 1, group.metadata_hash,
                                       group.validated_topology_epoch,
                                       group.assignment_configs))
@@ -431,13 +442,17 @@ def heartbeat(shard: Any, now_ms: int, env: StreamsGroupEnv, request: HeartbeatR
         else:
             prepared = prepare(group, group_epoch, members, configured,
                                own.num_standby_replicas)
-            if offloaded(own, env):
+            policy = imbalance.policy(shard, env, group)  # inline when on (``imbalance``)
+            if offloaded(own, env) and policy is None:
                 effects.append(start_effect(shard, gid, prepared, env.offloader))
                 delayed = IN_FLIGHT_DETAIL
                 log.info("offloaded target assignment", group_id=gid, group_epoch=group_epoch,
                          members=len(members))
             else:
-                new, target_records = compute_inline(group, prepared, members, now_ms)
+                new, target_records = compute_inline(
+                    group, prepared, members, now_ms, policy,
+                    lambda epoch: records.group_metadata(group, epoch, metadata, validated,
+                                                         configs))
                 out += target_records
                 target_epoch, target = group_epoch, target_of(group, new, updated.member_id)
     if delayed is not None:

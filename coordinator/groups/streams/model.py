@@ -151,6 +151,9 @@ class StreamsGroup:
     assignment_timestamp: int = 0
     members: dict[str, StreamsGroupMember] = field(default_factory=dict)
     target: dict[str, TasksTuple] = field(default_factory=dict)
+    held: dict[str, Any] = field(default_factory=dict)
+    """Member id -> ``modern.deferred.Hold`` of (subtopology, partition) active tasks held by
+    deferred resolution (StreamsGroupHeldTasks records, ``streams.imbalance``)."""
     topology: Any = None
     """The stored topology (``topology.Topology``), None until the first member sent one."""
     # --- in memory only ----------------------------------------------------------------------

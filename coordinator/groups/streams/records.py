@@ -11,6 +11,7 @@ from storage.records import (
     KeyValue,
     StreamsGroupCurrentMemberAssignmentKey,
     StreamsGroupCurrentMemberAssignmentValue,
+    StreamsGroupHeldTasksKey,
     StreamsGroupMemberMetadataKey,
     StreamsGroupMemberMetadataValue,
     StreamsGroupMetadataKey,
@@ -127,6 +128,7 @@ def group_tombstones(group: StreamsGroup, member_ids: Iterable[str] | None = Non
             for m in sorted(set(members) | set(group.target))]
     out.append((StreamsGroupTargetAssignmentMetadataKey(group_id=gid), None))
     out += [(StreamsGroupMemberMetadataKey(group_id=gid, member_id=m), None) for m in members]
+    out += [(StreamsGroupHeldTasksKey(group_id=gid, member_id=m), None) for m in group.held]
     out.append((StreamsGroupMetadataKey(group_id=gid), None))
     out.append((StreamsGroupTopologyKey(group_id=gid), None))
     return out

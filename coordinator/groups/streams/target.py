@@ -20,13 +20,14 @@ from coordinator.groups.common.offload import (
     install_result,
     start_run_effect,
 )
+from coordinator.groups.modern.settings import ImbalancePolicy
 from coordinator.groups.modern.target import changed_targets, interval_passed
 from coordinator.observability import sensors
 from coordinator.observability.logs import get_logger
 from coordinator.runtime import Result
 from coordinator.runtime.result import Record
 
-from . import records
+from . import imbalance, records
 from .model import EMPTY_TASKS, StreamsGroup, StreamsGroupMember, TasksTuple
 from .task_job import MemberTasks, TaskAssignorJob, TaskJobResult, pack, run_task_job, unpack
 
@@ -87,14 +88,32 @@ def target_records(group: StreamsGroup, changed: Sequence[tuple[str, MemberTasks
 
 
 def compute_inline(group: StreamsGroup, prepared: PreparedTaskJob,
-                   members: Mapping[str, StreamsGroupMember], now_ms: int
+                   members: Mapping[str, StreamsGroupMember], now_ms: int,
+                   policy: ImbalancePolicy | None = None,
+                   bump: Callable[[int], Record] | None = None
                    ) -> tuple[dict[str, TasksTuple], list[Record]]:
     """Run the assignor now; the new targets by member and the records (the target metadata
-    last, with the computation's finish time)."""
+    last, with the computation's finish time). ``policy``: the group's seed 004 policies
+    (``imbalance``), if on; ``bump(epoch)``: the group metadata record at the next epoch, when
+    they ask for another round."""
     outcome = run_inline(prepared)
-    new, out = target_records(group, outcome.changed, members)
+    changed: Sequence[tuple[str, MemberTasks]] = outcome.changed
+    held: list[Record] = []
+    if policy is not None:
+        proposal = {m: group.target_of(m) for m in members}
+        proposal.update((m, to_tasks(tasks)) for m, tasks in changed if m in members)
+        epoch = prepared.job.group_epoch
+        resolved, held, next_round = imbalance.apply(group, epoch, proposal, policy, now_ms)
+        if next_round and bump is not None:
+            held.append(bump(epoch + 1))
+            log.info("bumped group epoch", group_id=group.group_id, group_epoch=epoch + 1,
+                     reason="imbalance resolution: another round")
+        changed = [(m, (pack(t.active), pack(t.standby), pack(t.warmup)))
+                   for m, t in resolved.items()]
+    new, out = target_records(group, changed, members)
     job = prepared.job
     out.append(records.target_metadata(group.group_id, job.group_epoch, now_ms))
+    out += held
     sensors.record_assignment(group.group_id, job.assignor, outcome.assign_ms, outcome.moved)
     log.info("computed target assignment", group_id=group.group_id,
              assignment_epoch=job.group_epoch, members=len(members),
