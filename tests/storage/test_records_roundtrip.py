@@ -124,6 +124,8 @@ def test_type_ids_are_kafkas() -> None:
         1010: "TransactionLog",  # Kafka's __transaction_state record (key version 0)
         1011: "TxnOffsetCommit",  # ours: a pending transactional offset
         1012: "ConfigRecord",  # Kafka's metadata record type 4 (CLIENT_METRICS configs)
+        1020: "ConsumerGroupHeldPartitions",  # ours: deferred resolution's held partitions
+        1021: "StreamsGroupHeldTasks",  # ours: deferred resolution's held tasks
         1030: "ConsumerGroupMemberClientAssignors",  # ours: the draft's client-side assignors
         1031: "ConsumerGroupClientAssignment",  # ours: who computed a client-side target
     }
