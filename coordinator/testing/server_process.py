@@ -75,9 +75,9 @@ class ServerProcess:
                    message="the server to start")
         if self._exited():
             raise AssertionError(f"server exited with {self.proc.returncode}:\n{self.output()}")
-        listening = self.event("listening")
-        assert listening is not None, "the server started without logging its listener"
-        self.port = int(listening["port"])
+        ports = self.broker_ports()
+        assert ports, "the server started without logging its listener"
+        self.port = ports[min(ports)]
         return self
 
     def wait_loaded(self, timeout: float = 20.0) -> ServerProcess:
@@ -166,6 +166,16 @@ class ServerProcess:
                 pinned[key] = url
         return pinned
 
+    def broker_ports(self) -> dict[int, int]:
+        """Each broker's port (that of its first listener, as logged in the ``listening``
+        events since the last start), by node id; one broker (node 1) unless
+        ``cluster.brokers`` says more."""
+        ports: dict[int, int] = {}
+        for event in self.events_of("listening"):
+            broker = int(event.get("broker") or event.get("node_id") or 1)
+            ports.setdefault(broker, int(event["port"]))
+        return ports
+
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
@@ -173,6 +183,12 @@ class ServerProcess:
     @property
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """Every broker's ``host:port``, comma-separated, node 1 first."""
+        ports = self.broker_ports() or {1: self.port}
+        return ",".join(f"127.0.0.1:{ports[broker]}" for broker in sorted(ports))
 
     @property
     def control_url(self) -> str | None:

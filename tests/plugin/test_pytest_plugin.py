@@ -172,7 +172,8 @@ def test_the_plugin_is_registered_through_the_entry_point(pytester: pytest.Pytes
                     "kafka_coordinator_session_options"):
         assert f"{fixture} " in output or f"{fixture} [" in output, fixture
     markers = pytester.runpytest_subprocess("--markers").stdout.str()
-    assert f"@pytest.mark.{pytest_plugin.MARKER}(config=None, profile='test')" in markers
+    assert (f"@pytest.mark.{pytest_plugin.MARKER}(config=None, profile='test', brokers=1)"
+            in markers)
 
 
 def test_the_package_imports_without_pytest_or_clients() -> None:
