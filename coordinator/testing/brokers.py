@@ -22,6 +22,9 @@ from urllib.parse import quote
 
 from .control_client import ControlClient
 
+BrokerIds = list[int]
+"""(An alias: inside ``Brokers`` the name ``list`` is its method.)"""
+
 
 def _segment(text: str) -> str:
     """One path segment: a group or topic name may hold any character, ``/`` too."""
@@ -49,12 +52,12 @@ class Brokers:
                 return entry
         raise KeyError(f"no broker {broker}")
 
-    def ids(self, state: str | None = None) -> list[int]:
+    def ids(self, state: str | None = None) -> BrokerIds:
         """The brokers' ids (those in ``state`` if given: ``running``, ``stopped``)."""
         return sorted(int(entry["id"]) for entry in self.list()
                       if state is None or entry.get("state") == state)
 
-    def running(self) -> list[int]:
+    def running(self) -> BrokerIds:
         return self.ids("running")
 
     # --- failures --------------------------------------------------------------------------------

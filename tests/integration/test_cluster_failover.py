@@ -1,0 +1,118 @@
+"""A group's consumers and an idempotent producer through a cluster's failovers (issue 35's
+done-when): with 3 brokers and a topic replicated to all of them, real clients (confluent-kafka
+in a classic and in a consumer-protocol group, kafka-python, aiokafka) keep consuming and
+committing while the test
+
+(a) moves their group's coordinator to another broker,
+(b) moves every partition's leader to one broker (not the coordinator) and stops that broker,
+(c) stops the broker that is then their coordinator (one broker is left running),
+(d) starts both brokers again;
+
+after each step the producer has more records acknowledged and every consumer has read more
+and had a commit acknowledged. At the end nothing acknowledged is lost, the producer stored
+nothing twice and left no gap, and no consumer read a record again from below a commit
+acknowledged for its partition.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import pytest
+
+from kafka_coordinator import Coordinator
+from tests.integration.cluster_clients import (
+    CONSUMERS,
+    STEP_TIMEOUT_S,
+    Faults,
+    SequenceProducer,
+    check_log,
+    check_reads,
+    progressed,
+    read_topic,
+    wait_for,
+)
+
+TOPIC = "orders"
+PARTITIONS = 3
+
+
+def create_topic(bootstrap: str, topic: str, partitions: int, replicas: int) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, partitions, replicas)])[topic].result(15)
+
+
+def failovers(server: Coordinator, faults: Faults,
+              step: Callable[[str, float], None]) -> None:
+    """(a)-(d); ``step(name, at)`` after each waits for the clients to carry on."""
+    coordinator = faults.coordinator()
+    target = next(b for b in server.brokers.running() if b != coordinator)
+    server.move_coordinator(faults.group, target)
+    wait_for(lambda: faults.coordinator() == target, STEP_TIMEOUT_S, "the coordinator to move")
+    step("coordinator moved", time.monotonic())
+
+    coordinator = faults.coordinator()
+    leader = next(b for b in server.brokers.running() if b != coordinator)
+    for partition in range(PARTITIONS):
+        server.move_leader(faults.topic, partition, leader)
+    faults.wait_for_leaders(lambda leaders: set(leaders.values()) == {leader},
+                            f"broker {leader} to lead every partition")
+    server.brokers.stop(leader)
+    faults.wait_for_leaders(lambda leaders: leader not in leaders.values(),
+                            f"the partitions to move off broker {leader}")
+    step("partitions' leader stopped", time.monotonic())
+
+    coordinator = faults.coordinator()
+    assert coordinator != leader
+    server.brokers.stop(coordinator)
+    assert len(server.brokers.running()) == 1
+    wait_for(lambda: faults.coordinator() != coordinator, STEP_TIMEOUT_S,
+             "the coordinator to move off the stopped broker")
+    step("coordinator stopped", time.monotonic())
+
+    server.brokers.start(leader)
+    server.brokers.start(coordinator)
+    assert server.brokers.running() == [1, 2, 3]
+    step("brokers started", time.monotonic())
+
+
+@pytest.mark.slow
+@pytest.mark.kafka_coordinator(brokers=3)
+@pytest.mark.parametrize("client", list(CONSUMERS))
+def test_a_group_consumes_and_commits_through_the_failovers(
+        kafka_coordinator: Coordinator, client: str) -> None:
+    server = kafka_coordinator
+    bootstrap = server.bootstrap_servers
+    assert len(bootstrap.split(",")) == 3
+    create_topic(bootstrap, TOPIC, PARTITIONS, 3)
+    group = f"billing-{client}"
+    producer = SequenceProducer(bootstrap, TOPIC, PARTITIONS)
+    consumer = CONSUMERS[client](bootstrap, TOPIC, group)
+    producer.start()
+    consumer.start()
+    try:
+        progressed([consumer], producer, since=time.monotonic())  # the group formed
+        faults = Faults(server, TOPIC, group)
+        steps: list[str] = []
+
+        def step(name: str, at: float) -> None:
+            progressed([consumer], producer, since=at)
+            steps.append(name)
+
+        failovers(server, faults, step)
+        assert len(steps) == 4
+        producer.stop()
+        acked = set(producer.acked)
+        wait_for(lambda: consumer.journal.distinct_values() >= acked, STEP_TIMEOUT_S,
+                 "the consumer to read every acknowledged record")
+        settled = time.monotonic()
+        wait_for(lambda: consumer.journal.last_commit_at > settled, STEP_TIMEOUT_S,
+                 "a last commit")
+    finally:
+        producer.stopping.set()
+        consumer.stop()
+    check_reads(consumer.journal)
+    check_log(read_topic(bootstrap, TOPIC, PARTITIONS), acked, PARTITIONS)
