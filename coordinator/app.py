@@ -218,6 +218,8 @@ class App:
                      advertised_host=advertised.host if advertised else None,
                      advertised_port=advertised.port if advertised else None)
         self.broker_servers[node_id] = servers
+        if node_id == self.broker.node_id:
+            self.servers[:] = servers
         return servers
 
     async def unlisten(self, node_id: int) -> None:
@@ -245,12 +247,8 @@ class App:
         if self.config["log.cleaner.enable"]:
             self._background.append(asyncio.create_task(self.compactor.run()))
         await self._seed_scram_credentials()
-        if self.broker_specs:
-            first = next(iter(self.broker_specs))
-            for node_id in self.broker_specs:
-                servers = await self.listen(node_id)
-                if node_id == first:
-                    self.servers.extend(servers)
+        for node_id in self.broker_specs:
+            await self.listen(node_id)
         for security in self.listener_security if not self.broker_specs else ():
             listener = security.listener
             server = KafkaServer(
