@@ -73,7 +73,8 @@ def test_a_replication_factor_above_the_broker_count_is_refused(
 def test_the_control_routes_refuse_bad_input(kafka_coordinator: Coordinator) -> None:
     server = kafka_coordinator
     brokers = server.brokers
-    admin(server).create_topics([NewTopic("orders", 1, 3)])["orders"].result(15)
+    client = admin(server)
+    client.create_topics([NewTopic("orders", 1, 3)])["orders"].result(15)
     for call in (lambda: brokers.stop(9), lambda: brokers.start(9),
                  lambda: brokers.delay(9, 100, seconds=1),
                  lambda: server.move_coordinator("g", 9),
