@@ -206,6 +206,8 @@ class Soak:
             print(f"soak chaos: {fault.describe()} refused: {exc}", file=sys.stderr)
         else:
             self.outcome.faults[fault.kind] += 1
+        # a new admin client: librdkafka's keeps a group's coordinator after NOT_COORDINATOR
+        self.admin = readback.admin_client(self.bootstrap)
         return at, acked
 
     def check_commits(self, acked: dict[CommitKey, int]) -> int:

@@ -31,6 +31,7 @@ from kafka_coordinator import Coordinator
 
 COMMIT_EVERY_S = 0.3
 STEP_TIMEOUT_S = 60.0
+KAFKA_PYTHON_LOG_LEVEL = logging.CRITICAL
 QUIET = {"log_level": 0, "reconnect.backoff.max.ms": 200, "retry.backoff.max.ms": 200}
 
 
@@ -288,7 +289,7 @@ class KafkaPythonConsumer(GroupConsumer):
         from kafka.errors import KafkaError
         from kafka.structs import OffsetAndMetadata
 
-        logging.getLogger("kafka").setLevel(logging.CRITICAL)
+        logging.getLogger("kafka").setLevel(KAFKA_PYTHON_LOG_LEVEL)
         consumer = KafkaConsumer(
             bootstrap_servers=self.bootstrap.split(","), group_id=self.group,
             client_id=self.flavour, enable_auto_commit=False, auto_offset_reset="earliest",
@@ -391,18 +392,23 @@ class Faults:
         self.admin = AdminClient({"bootstrap.servers": server.bootstrap_servers, **QUIET})
 
     def coordinator(self) -> int:
-        """The group's coordinator as DescribeGroups (through FindCoordinator) says."""
+        """The group's coordinator as a describe of the group (through FindCoordinator) says.
+        A new admin client each time: librdkafka's (2.16.1) keeps the coordinator it found and
+        asks it again after a NOT_COORDINATOR answer to ConsumerGroupDescribe."""
         from confluent_kafka import KafkaException
+        from confluent_kafka.admin import AdminClient
 
         def found() -> int | None:
+            admin = AdminClient({"bootstrap.servers": self.server.bootstrap_servers, **QUIET})
             try:
-                description = self.admin.describe_consumer_groups(
+                description = admin.describe_consumer_groups(
                     [self.group], request_timeout=5)[self.group].result(10)
             except KafkaException:
                 return None
             return int(description.coordinator.id)
 
-        result: int = wait_for(found, STEP_TIMEOUT_S, f"group {self.group}'s coordinator")
+        result: int = wait_for(found, STEP_TIMEOUT_S, f"group {self.group}'s coordinator",
+                               interval=0.2)
         return result
 
     def leaders(self) -> dict[int, int]:
@@ -431,3 +437,20 @@ def progressed(consumers: Iterable[GroupConsumer], producer: SequenceProducer,
 
         wait_for(carried_on, STEP_TIMEOUT_S,
                  f"the {consumer.flavour} consumer to read and commit again")
+
+
+MOVES_METRIC = "kafka_server_group_coordinator_metrics_cluster_moves_total"
+
+
+def moves_counted(server: Coordinator) -> dict[tuple[str, str], float]:
+    """The server's ``cluster_moves_total`` by (kind, reason), from its Prometheus exporter."""
+    import urllib.request
+
+    from prometheus_client.parser import text_string_to_metric_families
+
+    assert server.metrics_url is not None
+    with urllib.request.urlopen(server.metrics_url + "/metrics", timeout=10) as answer:
+        text = answer.read().decode()
+    return {(sample.labels["kind"], sample.labels["reason"]): sample.value
+            for family in text_string_to_metric_families(text) for sample in family.samples
+            if sample.name == MOVES_METRIC}

@@ -29,6 +29,7 @@ from tests.integration.cluster_clients import (
     SequenceProducer,
     check_log,
     check_reads,
+    moves_counted,
     progressed,
     read_topic,
     wait_for,
@@ -46,12 +47,15 @@ def create_topic(bootstrap: str, topic: str, partitions: int, replicas: int) -> 
 
 
 def failovers(server: Coordinator, faults: Faults,
-              step: Callable[[str, float], None]) -> None:
-    """(a)-(d); ``step(name, at)`` after each waits for the clients to carry on."""
+              step: Callable[[str, float], None]) -> list[tuple[int, int]]:
+    """(a)-(d); ``step(name, at)`` after each waits for the clients to carry on. The group's
+    coordinator moves, (from, to)."""
+    moves = []
     coordinator = faults.coordinator()
     target = next(b for b in server.brokers.running() if b != coordinator)
     server.move_coordinator(faults.group, target)
     wait_for(lambda: faults.coordinator() == target, STEP_TIMEOUT_S, "the coordinator to move")
+    moves.append((coordinator, target))
     step("coordinator moved", time.monotonic())
 
     coordinator = faults.coordinator()
@@ -69,14 +73,16 @@ def failovers(server: Coordinator, faults: Faults,
     assert coordinator != leader
     server.brokers.stop(coordinator)
     assert len(server.brokers.running()) == 1
-    wait_for(lambda: faults.coordinator() != coordinator, STEP_TIMEOUT_S,
-             "the coordinator to move off the stopped broker")
+    moves.append((coordinator, wait_for(
+        lambda: (found if (found := faults.coordinator()) != coordinator else None),
+        STEP_TIMEOUT_S, "the coordinator to move off the stopped broker")))
     step("coordinator stopped", time.monotonic())
 
     server.brokers.start(leader)
     server.brokers.start(coordinator)
     assert server.brokers.running() == [1, 2, 3]
     step("brokers started", time.monotonic())
+    return moves
 
 
 @pytest.mark.slow
@@ -102,7 +108,7 @@ def test_a_group_consumes_and_commits_through_the_failovers(
             progressed([consumer], producer, since=at)
             steps.append(name)
 
-        failovers(server, faults, step)
+        moves = failovers(server, faults, step)
         assert len(steps) == 4
         producer.stop()
         acked = set(producer.acked)
@@ -116,3 +122,13 @@ def test_a_group_consumes_and_commits_through_the_failovers(
         consumer.stop()
     check_reads(consumer.journal)
     check_log(read_topic(bootstrap, TOPIC, PARTITIONS), acked, PARTITIONS)
+    # the group's timeline shows both moves of its coordinator
+    shown = [(event["from"], event["to"])
+             for event in server.timeline(group).of_kind("coordinator-moved")]
+    assert shown == moves, shown
+    counted = moves_counted(server)  # and the metrics count every move
+    assert counted[("coordinator", "moved")] >= 1
+    assert counted[("coordinator", "broker-stopped")] >= 1
+    assert counted[("partition-leader", "moved")] >= 1
+    assert counted[("partition-leader", "broker-stopped")] >= PARTITIONS
+    assert counted[("broker-stopped", "stopped")] == counted[("broker-started", "started")] == 2
