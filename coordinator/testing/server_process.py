@@ -149,7 +149,10 @@ class ServerProcess:
     def bound_ports(self) -> dict[str, str]:
         """The listener configs with each port 0 replaced by the port the server bound."""
         pinned: dict[str, str] = {}
-        bound = {str(e.get("listener")).upper(): e["port"] for e in self.events_of("listening")}
+        first = min((int(e["node_id"]) for e in self.events_of("listening") if "node_id" in e),
+                    default=None)
+        bound = {str(e.get("listener")).upper(): e["port"] for e in self.events_of("listening")
+                 if e.get("node_id", first) == first}
         listeners = []
         for item in self.overrides.get("listeners", "").split(","):
             name, _, address = item.strip().partition("://")
@@ -159,6 +162,14 @@ class ServerProcess:
             listeners.append(item.strip())
         if any(listeners):
             pinned["listeners"] = ",".join(listeners)
+        brokers: dict[int, dict[str, str]] = {}  # cluster.brokers > 1: brokers 2..N pinned too
+        for e in self.events_of("listening"):
+            if "node_id" in e and int(e["node_id"]) != first:
+                brokers.setdefault(int(e["node_id"]), {})[str(e["listener"])] = \
+                    f"{e['listener']}://{e['host']}:{e['port']}"
+        if brokers:
+            pinned["cluster.listeners"] = ",".join("|".join(brokers[n].values())
+                                                   for n in sorted(brokers))
         for key, event in (("metrics.listener", "metrics exporter listening"),
                            ("control.listener", "control listening")):
             url = self._url(event)
