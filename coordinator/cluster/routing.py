@@ -2,7 +2,8 @@
 name: a group's request at a broker that is not the leader of the group's coordinator
 partition gets NOT_COORDINATOR, at the new leader while it loads the partition
 COORDINATOR_LOAD_IN_PROGRESS (Kafka's ``GroupCoordinator``); a transactional id's likewise
-(``TransactionCoordinator``). The data plane (Produce, Fetch, ListOffsets, ...) is checked per
+(``TransactionCoordinator``). The data plane (Produce, Fetch, ListOffsets, ShareFetch,
+ShareAcknowledge, OffsetForLeaderEpoch: sent to each partition's leader) is checked per
 partition by its handlers (``leader_error``)."""
 
 from __future__ import annotations
@@ -29,8 +30,6 @@ GROUP_APIS = frozenset({
     69,  # ConsumerGroupDescribe
     76,  # ShareGroupHeartbeat
     77,  # ShareGroupDescribe
-    78,  # ShareFetch
-    79,  # ShareAcknowledge
     88,  # StreamsGroupHeartbeat
     89,  # StreamsGroupDescribe
     90,  # DescribeShareGroupOffsets
