@@ -112,17 +112,20 @@ def read_topic(bootstrap: str, topic: str, partitions: int) -> dict[int, list[in
                 for p in range(partitions)}
         consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
         values: dict[int, list[int]] = {p: [] for p in range(partitions)}
-        positions = dict.fromkeys(range(partitions), 0)
         deadline = time.monotonic() + STEP_TIMEOUT_S
-        while any(positions[p] < ends[p] for p in range(partitions)):
-            assert time.monotonic() < deadline, f"read back {positions} of {ends}"
+
+        def behind() -> dict[int, int]:  # the position passes transaction markers too
+            return {tp.partition: tp.offset for tp in consumer.position(consumer.assignment())
+                    if ends[tp.partition] > 0 and tp.offset < ends[tp.partition]}
+
+        while lagging := behind():
+            assert time.monotonic() < deadline, f"read back to {lagging} of {ends}"
             message = consumer.poll(0.2)
             if message is None or message.error() is not None:
                 continue
-            partition, offset, value = message.partition(), message.offset(), message.value()
-            assert partition is not None and offset is not None and value is not None
+            partition, value = message.partition(), message.value()
+            assert partition is not None and value is not None
             values[partition].append(int(value))
-            positions[partition] = offset + 1
         return values
     finally:
         consumer.close()

@@ -141,11 +141,14 @@ def test_a_transactional_loop_commits_through_transaction_coordinator_moves(
 
         commits_after(0)
         for broker in (2, 3):  # the second move surely moves it: from 2 to 3
-            server.move_coordinator(TRANSACTIONAL_ID, broker, load_ms=300)
+            moved = server.move_coordinator(TRANSACTIONAL_ID, broker, load_ms=300)
             commits_after(loop.commits)
+        assert moved["moved"] and moved["broker"] == 3, moved
         server.move_coordinator(GROUP, 2)  # the group's offsets' coordinator too
         commits_after(loop.commits)
-        server.brokers.stop(3)  # the transaction coordinator's broker
+        stopped = server.brokers.stop(3)  # the transaction coordinator's broker
+        assert any(move["kind"] == "coordinator" and move["partition"] ==
+                   moved["coordinator_partition"] for move in stopped["moves"]), stopped
         commits_after(loop.commits)
         server.brokers.start(3)
         source.stop()
