@@ -167,7 +167,6 @@ class Soak:
         killed_at = time.monotonic()
         self.server.restart()
         self.outcome.kills += 1
-        self.outcome.faults[cluster_faults.KILL] += 1
         self.admin = readback.admin_client(self.bootstrap)
         return killed_at, acked
 
@@ -186,6 +185,7 @@ class Soak:
             [b for b, state in states.items() if state != "running"],
             [CONSUMER_GROUP, CLASSIC_GROUP, CHURN_GROUP], self.settings.partitions)
         if fault.kind == cluster_faults.KILL:
+            self.outcome.faults[cluster_faults.KILL] += 1
             return self.kill_and_restart()
         acked = self.journal.commits_snapshot()
         at = time.monotonic()
@@ -239,8 +239,11 @@ class Soak:
         s = self.settings
         while time.monotonic() < deadline:
             next_kill = time.monotonic() + self.rng.uniform(s.min_interval_s, s.max_interval_s)
-            killed_at, acked = (self.cluster_fault() if s.brokers > 1
-                                else self.kill_and_restart())
+            if s.brokers > 1:
+                killed_at, acked = self.cluster_fault()
+            else:
+                self.outcome.faults[cluster_faults.KILL] += 1
+                killed_at, acked = self.kill_and_restart()
             self.record_convergence(*self.wait_converged(
                 killed_at, min(next_kill, killed_at + CONVERGE_TIMEOUT_S)))
             self.outcome.lost_commits_after_kills += self.check_commits(acked)
