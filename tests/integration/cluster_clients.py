@@ -150,12 +150,11 @@ def check_log(stored: dict[int, list[int]], acked: Iterable[int], partitions: in
 # --- the consumers --------------------------------------------------------------------------------
 @dataclass
 class Journal:
-    """What one consumer read and had acknowledged, in the order it happened."""
+    """What the members of a group read and had acknowledged, in the order it happened."""
 
     events: list[tuple[str, int, int]] = field(default_factory=list)  # (kind, partition, offset)
     values: list[int] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
-    last_commit_at: float = 0.0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def read(self, partition: int, offset: int, value: bytes) -> None:
@@ -166,15 +165,10 @@ class Journal:
     def committed(self, offsets: dict[int, int]) -> None:
         with self._lock:
             self.events.extend(("commit", p, o) for p, o in sorted(offsets.items()))
-            self.last_commit_at = time.monotonic()
 
     def error(self, kind: str) -> None:
         with self._lock:
             self.errors.append(kind)
-
-    def read_count(self) -> int:
-        with self._lock:
-            return len(self.values)
 
     def distinct_values(self) -> set[int]:
         with self._lock:
@@ -204,22 +198,34 @@ def check_reads(journal: Journal) -> int:
 
 
 class GroupConsumer(threading.Thread):
-    """One member of ``group``: reads ``topic`` and commits what it read every
-    ``COMMIT_EVERY_S`` until ``stop()``."""
+    """One member of ``group``: reads ``topic`` and commits its positions (the client's: the
+    next record it would hand over, of each partition it owns) every ``COMMIT_EVERY_S`` until
+    ``stop()``. The members of a group share one ``Journal``."""
 
     flavour = "?"
 
-    def __init__(self, bootstrap: str, topic: str, group: str) -> None:
+    def __init__(self, bootstrap: str, topic: str, group: str,
+                 journal: Journal | None = None) -> None:
         super().__init__(name=f"{self.flavour}-{group}", daemon=True)
         self.bootstrap, self.topic, self.group = bootstrap, topic, group
-        self.journal = Journal()
+        self.journal = journal if journal is not None else Journal()
         self.stopping = threading.Event()
         self.failure: BaseException | None = None
-        self.positions: dict[int, int] = {}  # what it read: the offsets to commit
+        self.reads = 0
+        self.last_commit_at = 0.0
 
     def took(self, partition: int, offset: int, value: bytes) -> None:
         self.journal.read(partition, offset, value)
-        self.positions[partition] = offset + 1
+        self.reads += 1
+
+    def committed(self, offsets: dict[int, int]) -> None:
+        self.journal.committed(offsets)
+        self.last_commit_at = time.monotonic()
+
+    def commit_due(self, next_commit: float) -> float | None:
+        """The time of the commit after this one if one is due now, else None."""
+        now = time.monotonic()
+        return now + COMMIT_EVERY_S if now >= next_commit and self.reads else None
 
     def stop(self) -> None:
         self.stopping.set()
@@ -239,13 +245,14 @@ class GroupConsumer(threading.Thread):
 
 
 class ConfluentConsumer(GroupConsumer):
-    def __init__(self, bootstrap: str, topic: str, group: str, protocol: str) -> None:
+    def __init__(self, bootstrap: str, topic: str, group: str, protocol: str,
+                 journal: Journal | None = None) -> None:
         self.flavour = f"confluent-{protocol}"
         self.protocol = protocol
-        super().__init__(bootstrap, topic, group)
+        super().__init__(bootstrap, topic, group, journal)
 
     def loop(self) -> None:
-        from confluent_kafka import Consumer, KafkaException, TopicPartition
+        from confluent_kafka import Consumer, KafkaException
 
         config = {"bootstrap.servers": self.bootstrap, "group.id": self.group,
                   "group.protocol": self.protocol, "enable.auto.commit": False,
@@ -265,12 +272,12 @@ class ConfluentConsumer(GroupConsumer):
                         self.took(partition, offset, value)
                     else:
                         self.journal.error(error.name())
-                if time.monotonic() < next_commit or not self.positions:
+                due = self.commit_due(next_commit)
+                if due is None:
                     continue
-                next_commit = time.monotonic() + COMMIT_EVERY_S
-                owned = {tp.partition for tp in consumer.assignment()}
-                offsets = [TopicPartition(self.topic, p, o) for p, o in self.positions.items()
-                           if p in owned]
+                next_commit = due
+                offsets = [tp for tp in consumer.position(consumer.assignment())
+                           if tp.offset >= 0]
                 if not offsets:
                     continue
                 try:
@@ -278,8 +285,8 @@ class ConfluentConsumer(GroupConsumer):
                 except KafkaException as exc:
                     self.journal.error(f"commit {exc.args[0].name()}")
                     continue
-                self.journal.committed({tp.partition: tp.offset for tp in result or ()
-                                        if tp.error is None})
+                self.committed({tp.partition: tp.offset for tp in result or ()
+                                if tp.error is None})
         finally:
             consumer.close()
 
@@ -288,7 +295,7 @@ class KafkaPythonConsumer(GroupConsumer):
     flavour = "kafka-python"
 
     def loop(self) -> None:
-        from kafka import KafkaConsumer, TopicPartition
+        from kafka import KafkaConsumer
         from kafka.errors import KafkaError
         from kafka.structs import OffsetAndMetadata
 
@@ -311,20 +318,23 @@ class KafkaPythonConsumer(GroupConsumer):
                 for tp, records in batches.items():
                     for record in records:
                         self.took(tp.partition, record.offset, record.value)
-                if time.monotonic() < next_commit or not self.positions:
+                due = self.commit_due(next_commit)
+                if due is None:
                     continue
-                next_commit = time.monotonic() + COMMIT_EVERY_S
-                owned = {tp.partition for tp in consumer.assignment()}
-                offsets = {p: o for p, o in self.positions.items() if p in owned}
-                if not offsets:
-                    continue
+                next_commit = due
                 try:
-                    consumer.commit({TopicPartition(self.topic, p): OffsetAndMetadata(o, "", -1)
-                                     for p, o in offsets.items()})
+                    positions = {tp: consumer.position(tp, timeout_ms=2000)
+                                 for tp in consumer.assignment()}
+                    offsets = {tp: OffsetAndMetadata(position, "", -1)
+                               for tp, position in positions.items()
+                               if position is not None and position >= 0}
+                    if not offsets:
+                        continue
+                    consumer.commit(offsets)
                 except KafkaError as exc:
                     self.journal.error(f"commit {type(exc).__name__}")
                     continue
-                self.journal.committed(offsets)
+                self.committed({tp.partition: meta.offset for tp, meta in offsets.items()})
         finally:
             consumer.close(autocommit=False)
 
@@ -336,7 +346,7 @@ class AiokafkaConsumer(GroupConsumer):
         asyncio.run(self._loop())
 
     async def _loop(self) -> None:
-        from aiokafka import AIOKafkaConsumer, TopicPartition
+        from aiokafka import AIOKafkaConsumer
         from aiokafka.errors import KafkaError
 
         logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
@@ -358,27 +368,27 @@ class AiokafkaConsumer(GroupConsumer):
                     for record in records:
                         assert record.value is not None
                         self.took(tp.partition, record.offset, record.value)
-                if time.monotonic() < next_commit or not self.positions:
+                due = self.commit_due(next_commit)
+                if due is None:
                     continue
-                next_commit = time.monotonic() + COMMIT_EVERY_S
-                owned = {tp.partition for tp in consumer.assignment()}
-                offsets = {p: o for p, o in self.positions.items() if p in owned}
-                if not offsets:
-                    continue
+                next_commit = due
                 try:
-                    await consumer.commit({TopicPartition(self.topic, p): o
-                                           for p, o in offsets.items()})
+                    offsets = {tp: position for tp in consumer.assignment()
+                               if (position := await consumer.position(tp)) >= 0}
+                    if not offsets:
+                        continue
+                    await consumer.commit(offsets)
                 except KafkaError as exc:
                     self.journal.error(f"commit {type(exc).__name__}")
                     continue
-                self.journal.committed(offsets)
+                self.committed({tp.partition: offset for tp, offset in offsets.items()})
         finally:
             await consumer.stop()
 
 
-CONSUMERS: dict[str, Callable[[str, str, str], GroupConsumer]] = {
-    "confluent-classic": lambda b, t, g: ConfluentConsumer(b, t, g, "classic"),
-    "confluent-consumer": lambda b, t, g: ConfluentConsumer(b, t, g, "consumer"),
+CONSUMERS: dict[str, Callable[[str, str, str, Journal | None], GroupConsumer]] = {
+    "confluent-classic": lambda b, t, g, j: ConfluentConsumer(b, t, g, "classic", j),
+    "confluent-consumer": lambda b, t, g, j: ConfluentConsumer(b, t, g, "consumer", j),
     "kafka-python": KafkaPythonConsumer,
     "aiokafka": AiokafkaConsumer,
 }
@@ -431,12 +441,12 @@ def progressed(consumers: Iterable[GroupConsumer], producer: SequenceProducer,
     """Wait until the producer had ``records`` more acknowledged and each consumer read
     ``records`` more and had a commit acknowledged after ``since``."""
     consumers = list(consumers)
-    produced, read = producer.acked_count(), [c.journal.read_count() for c in consumers]
+    produced, read = producer.acked_count(), [c.reads for c in consumers]
     wait_for(lambda: producer.acked_count() >= produced + records, STEP_TIMEOUT_S,
              "the producer to carry on")
     for consumer, before in zip(consumers, read, strict=True):
         def carried_on(c: GroupConsumer = consumer, n: int = before) -> bool:
-            return c.journal.read_count() >= n + records and c.journal.last_commit_at > since
+            return c.reads >= n + records and c.last_commit_at > since
 
         wait_for(carried_on, STEP_TIMEOUT_S,
                  f"the {consumer.flavour} consumer to read and commit again")

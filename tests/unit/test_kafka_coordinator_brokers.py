@@ -143,3 +143,12 @@ def test_the_coordinator_handle_builds_a_cluster_config() -> None:
     assert three.config["cluster.brokers"] == "3" and three.broker_count == 3
     with pytest.raises(Exception, match="brokers must be 1 or more"):
         Coordinator(brokers=0)
+
+
+def test_the_fixtures_brokers_option_is_checked() -> None:
+    from kafka_coordinator.pytest_plugin import _checked
+
+    assert _checked({"brokers": 3}, "marker") == {"brokers": 3}
+    for bad in (0, -1, "3", True, 2.5):
+        with pytest.raises(pytest.UsageError, match="brokers must be a whole number"):
+            _checked({"brokers": bad}, "marker")
