@@ -23,10 +23,11 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from coordinator.testing import wait_until
 from kafka_coordinator import Coordinator
 
 COMMIT_EVERY_S = 0.3
@@ -37,14 +38,8 @@ QUIET = {"log_level": 0, "reconnect.backoff.max.ms": 200, "retry.backoff.max.ms"
 
 def wait_for(condition: Callable[[], Any], timeout: float, what: str,
              interval: float = 0.05) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        result = condition()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(interval)
+    """``condition()``'s first truthy answer, polled until ``timeout`` s have passed."""
+    return wait_until(condition, timeout, interval, message=what)
 
 
 # --- the producer ---------------------------------------------------------------------------------
@@ -218,6 +213,12 @@ class GroupConsumer(threading.Thread):
         self.journal.read(partition, offset, value)
         self.reads += 1
 
+    def took_batches(self, batches: Mapping[Any, Iterable[Any]]) -> None:
+        """kafka-python's and aiokafka's ``{TopicPartition: [record, ...]}``."""
+        for tp, records in batches.items():
+            for record in records:
+                self.took(tp.partition, record.offset, record.value)
+
     def committed(self, offsets: dict[int, int]) -> None:
         self.journal.committed(offsets)
         self.last_commit_at = time.monotonic()
@@ -315,26 +316,23 @@ class KafkaPythonConsumer(GroupConsumer):
                 except KafkaError as exc:
                     self.journal.error(type(exc).__name__)
                     continue
-                for tp, records in batches.items():
-                    for record in records:
-                        self.took(tp.partition, record.offset, record.value)
+                self.took_batches(batches)
                 due = self.commit_due(next_commit)
                 if due is None:
                     continue
                 next_commit = due
                 try:
-                    positions = {tp: consumer.position(tp, timeout_ms=2000)
-                                 for tp in consumer.assignment()}
-                    offsets = {tp: OffsetAndMetadata(position, "", -1)
-                               for tp, position in positions.items()
-                               if position is not None and position >= 0}
-                    if not offsets:
+                    known = {tp: position for tp in consumer.assignment()
+                             if (position := consumer.position(tp, timeout_ms=2000)) is not None
+                             and position >= 0}
+                    if not known:
                         continue
-                    consumer.commit(offsets)
+                    consumer.commit({tp: OffsetAndMetadata(position, "", -1)
+                                     for tp, position in known.items()})
                 except KafkaError as exc:
                     self.journal.error(f"commit {type(exc).__name__}")
                     continue
-                self.committed({tp.partition: meta.offset for tp, meta in offsets.items()})
+                self.committed({tp.partition: position for tp, position in known.items()})
         finally:
             consumer.close(autocommit=False)
 
@@ -364,10 +362,7 @@ class AiokafkaConsumer(GroupConsumer):
                 except KafkaError as exc:
                     self.journal.error(type(exc).__name__)
                     continue
-                for tp, records in batches.items():
-                    for record in records:
-                        assert record.value is not None
-                        self.took(tp.partition, record.offset, record.value)
+                self.took_batches(batches)
                 due = self.commit_due(next_commit)
                 if due is None:
                     continue
