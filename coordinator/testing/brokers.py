@@ -5,11 +5,12 @@
     brokers.stop(2)                       # its listener closes, its connections drop, what it
     brokers.start(2)                      #   led moves to the others (a leader epoch bump)
     brokers.delay(3, 200, seconds=10)     # hold broker 3's answers 200 ms, for 10 s
+    brokers.disconnect(3)                 # drop its connections (it keeps listening)
     brokers.move_coordinator("orders", 2, load_ms=500)
     brokers.move_leader("orders", 0, 3)
 
 Each call is one request of the control endpoint's cluster routes (``GET /brokers``,
-``POST /brokers/<id>/stop|start|delay``, ``POST /groups/<group>/coordinator``,
+``POST /brokers/<id>/stop|start|delay|disconnect``, ``POST /groups/<group>/coordinator``,
 ``POST /partitions/<topic>/<partition>/leader``) and returns its JSON answer; a refusal (an
 unknown broker, stopping the last running one, ...) raises ``ControlError`` with the server's
 status (400, 404) and reason.
@@ -61,11 +62,17 @@ class Brokers:
         return self.ids("running")
 
     # --- failures --------------------------------------------------------------------------------
-    def stop(self, broker: int) -> dict[str, Any]:
+    def stop(self, broker: int, load_ms: float | None = None) -> dict[str, Any]:
         """Stop a broker: its listener closes and its connections drop; the partitions and the
-        coordinator partitions it led move to running brokers. Refused (400) for the last
-        running broker."""
-        return self._post(f"/brokers/{int(broker)}/stop")
+        coordinator partitions it led move to running brokers (which answer
+        COORDINATOR_LOAD_IN_PROGRESS for ``load_ms`` while they load the coordinator
+        partitions, if given). Refused (400) for the last running broker."""
+        return self._post(f"/brokers/{int(broker)}/stop",
+                          None if load_ms is None else {"load_ms": load_ms})
+
+    def disconnect(self, broker: int) -> dict[str, Any]:
+        """Drop every connection of ``broker``; it keeps listening (clients reconnect)."""
+        return self._post(f"/brokers/{int(broker)}/disconnect")
 
     def start(self, broker: int) -> dict[str, Any]:
         """Start a stopped broker again on its port."""

@@ -76,7 +76,7 @@ def test_the_control_routes_refuse_bad_input(kafka_coordinator: Coordinator) -> 
     client = admin(server)
     client.create_topics([NewTopic("orders", 1, 3)])["orders"].result(15)
     for call in (lambda: brokers.stop(9), lambda: brokers.start(9),
-                 lambda: brokers.delay(9, 100, seconds=1),
+                 lambda: brokers.delay(9, 100, seconds=1), lambda: brokers.disconnect(9),
                  lambda: server.move_coordinator("g", 9),
                  lambda: server.move_leader("orders", 0, 9)):
         with pytest.raises(ControlError) as unknown:

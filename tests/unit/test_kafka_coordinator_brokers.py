@@ -102,6 +102,8 @@ def test_each_call_is_its_routes_request(endpoint: Endpoint) -> None:
     brokers = Brokers(ControlClient(endpoint.url))
     assert brokers.stop(2) == {"path": "/brokers/2/stop", "body": {}}
     brokers.start(2)
+    brokers.stop(3, load_ms=200)
+    brokers.disconnect(1)
     brokers.delay(3, 250, seconds=5)
     brokers.delay(3, 0)
     brokers.move_coordinator("orders", 2)
@@ -110,6 +112,8 @@ def test_each_call_is_its_routes_request(endpoint: Endpoint) -> None:
     assert endpoint.seen == [
         ("POST", "/brokers/2/stop", {}),
         ("POST", "/brokers/2/start", {}),
+        ("POST", "/brokers/3/stop", {"load_ms": 200}),
+        ("POST", "/brokers/1/disconnect", {}),
         ("POST", "/brokers/3/delay", {"delay_ms": 250, "seconds": 5}),
         ("POST", "/brokers/3/delay", {"delay_ms": 0}),
         ("POST", "/groups/orders/coordinator", {"broker": 2}),
