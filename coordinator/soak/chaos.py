@@ -75,6 +75,7 @@ class Outcome:
     max_rss_kb: int = 0
     faults: Counter[str] = field(default_factory=Counter)
     refused: Counter[str] = field(default_factory=Counter)
+    resume_by_fault: dict[str, list[float]] = field(default_factory=dict)
 
 
 def server_peak_rss_kb(server: ServerProcess) -> int:
@@ -175,9 +176,9 @@ class Soak:
         assert url is not None, "the test profile has the control endpoint on"
         return Brokers(url)
 
-    def cluster_fault(self) -> tuple[float, dict[CommitKey, int]]:
-        """One fault of the cluster mode's schedule, applied; when it happened (monotonic) and
-        the commits acknowledged before it."""
+    def cluster_fault(self) -> tuple[str, float, dict[CommitKey, int]]:
+        """One fault of the cluster mode's schedule, applied: its kind, when it happened
+        (monotonic) and the commits acknowledged before it."""
         brokers = self.brokers()
         states = {int(entry["id"]): entry.get("state") for entry in brokers.list()}
         fault = cluster_faults.next_fault(
@@ -185,8 +186,7 @@ class Soak:
             [b for b, state in states.items() if state != "running"],
             [CONSUMER_GROUP, CLASSIC_GROUP, CHURN_GROUP], self.settings.partitions)
         if fault.kind == cluster_faults.KILL:
-            self.outcome.faults[cluster_faults.KILL] += 1
-            return self.kill_and_restart()
+            return (cluster_faults.KILL, *self.kill_and_restart())
         acked = self.journal.commits_snapshot()
         at = time.monotonic()
         assert fault.broker is not None
@@ -208,7 +208,7 @@ class Soak:
             self.outcome.faults[fault.kind] += 1
         # a new admin client: librdkafka's keeps a group's coordinator after NOT_COORDINATOR
         self.admin = readback.admin_client(self.bootstrap)
-        return at, acked
+        return fault.kind, at, acked
 
     def check_commits(self, acked: dict[CommitKey, int]) -> int:
         """Commits acknowledged before a fault that read back older now."""
@@ -240,12 +240,16 @@ class Soak:
         while time.monotonic() < deadline:
             next_kill = time.monotonic() + self.rng.uniform(s.min_interval_s, s.max_interval_s)
             if s.brokers > 1:
-                killed_at, acked = self.cluster_fault()
+                kind, killed_at, acked = self.cluster_fault()
             else:
-                self.outcome.faults[cluster_faults.KILL] += 1
-                killed_at, acked = self.kill_and_restart()
-            self.record_convergence(*self.wait_converged(
-                killed_at, min(next_kill, killed_at + CONVERGE_TIMEOUT_S)))
+                kind, (killed_at, acked) = cluster_faults.KILL, self.kill_and_restart()
+            stable_s, resumed_s = self.wait_converged(
+                killed_at, min(next_kill, killed_at + CONVERGE_TIMEOUT_S))
+            self.record_convergence(stable_s, resumed_s)
+            if kind == cluster_faults.KILL:
+                self.outcome.faults[kind] += 1
+            if resumed_s is not None:
+                self.outcome.resume_by_fault.setdefault(kind, []).append(resumed_s)
             self.outcome.lost_commits_after_kills += self.check_commits(acked)
             while time.monotonic() < next_kill:
                 self.outcome.max_rss_kb = max(self.outcome.max_rss_kb,
@@ -312,6 +316,9 @@ class Soak:
             "unconverged": o.unconverged,
             "resume_p50_s": None if resume50 is None else round(resume50, 3),
             "resume_p99_s": None if resume99 is None else round(resume99, 3),
+            "resume_p99_s_by_fault": {
+                kind: round(percentile(samples, 0.99) or 0.0, 3)
+                for kind, samples in sorted(o.resume_by_fault.items())},
             "unresumed": o.unresumed,
             "stored_records": sum(stored.values()),
             "churn_members_joined": self.progress.joined,

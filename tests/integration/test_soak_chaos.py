@@ -47,6 +47,7 @@ def test_a_short_cluster_chaos_soak_loses_nothing_acknowledged() -> None:
     assert result["brokers"] == 3, result
     faults = result["faults"]
     assert sum(faults.values()) >= 5 and len(faults) >= 3, result  # several kinds of fault
+    assert set(result["resume_p99_s_by_fault"]) <= set(faults), result
     assert not result["refused_faults"], (result, run.stderr[-4000:])
     assert result["acked_commits"] > 0 and result["acked_records"] > 1000, result
     assert result["lost_commits"] == 0, (result, run.stderr[-4000:])
