@@ -92,6 +92,8 @@ def test_the_control_routes_refuse_bad_input(kafka_coordinator: Coordinator) -> 
         brokers.control.post("/brokers/2/delay", {"delay_ms": "soon"})
     assert bad_delay.value.status == 400
 
+    assert server.move_coordinator("team/a b", 2)["group"] == "team/a b"  # any group name
+
     brokers.stop(2)
     brokers.stop(3)
     with pytest.raises(ControlError) as last:

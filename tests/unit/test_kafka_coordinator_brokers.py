@@ -122,6 +122,22 @@ def test_each_call_is_its_routes_request(endpoint: Endpoint) -> None:
     ]
 
 
+def test_each_request_is_one_the_servers_route_table_serves(endpoint: Endpoint) -> None:
+    from coordinator.control.routes import ROUTES
+
+    brokers = Brokers(endpoint.url)
+    brokers.list()
+    brokers.stop(2, load_ms=10)
+    brokers.start(2)
+    brokers.delay(2, 5)
+    brokers.disconnect(2)
+    brokers.move_coordinator("a/b", 3)
+    brokers.move_leader("t/u", 0, 1)
+    for method, path, _ in endpoint.seen:
+        assert any(method == route_method and pattern.fullmatch(path)
+                   for route_method, pattern, _ in ROUTES), (method, path)
+
+
 def test_names_are_one_path_segment_each(endpoint: Endpoint) -> None:
     brokers = Brokers(endpoint.url)
     brokers.move_coordinator("team/orders v2", 1)
