@@ -7,6 +7,8 @@ broker and a restart brings all of them back on their ports."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from confluent_kafka import KafkaError, KafkaException, TopicCollection
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -128,3 +130,22 @@ def test_every_broker_is_listed_and_comes_back_after_a_restart(
     for node, port in ports.items():  # each broker answers on its own port
         one = AdminClient({"bootstrap.servers": f"127.0.0.1:{port}", "log_level": 0})
         assert node in {n.id for n in one.describe_cluster().result(10).nodes}
+
+
+def test_a_delayed_broker_answers_late_and_only_it(kafka_coordinator: Coordinator) -> None:
+    server = kafka_coordinator
+    ports = server.broker_ports
+
+    def metadata_s(node: int) -> float:
+        """A first Metadata answer (after ApiVersions) through this broker alone."""
+        one = AdminClient({"bootstrap.servers": f"127.0.0.1:{ports[node]}", "log_level": 0})
+        started = time.monotonic()
+        one.list_topics(timeout=10)
+        return time.monotonic() - started
+
+    server.brokers.delay(2, 400, seconds=30)
+    assert server.brokers.get(2)["delay_ms"] > 0 and server.brokers.get(3)["delay_ms"] == 0
+    assert metadata_s(2) >= 0.4
+    server.brokers.delay(2, 0)
+    wait_for(lambda: server.brokers.get(2)["delay_ms"] == 0, STEP_TIMEOUT_S,
+             "broker 2's delay to end")
