@@ -4,6 +4,8 @@ survives a restart, the routing answers, and ``cluster.listeners`` / ``cluster.r
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from coordinator.cluster import BrokerNode, Cluster, ClusterError, routing, state_file
@@ -139,7 +141,7 @@ def test_transactional_ids_of_a_request() -> None:
     assert routing.transactional_ids(_Body()) == ["a", "b", "c"]
 
 
-def test_leaders_and_epochs_survive_a_restart(tmp_path: pytest.TempPathFactory) -> None:
+def test_leaders_and_epochs_survive_a_restart(tmp_path: Path) -> None:
     cluster = three()
     cluster.set_replication("t", 3)
     cluster.move_partition("t", 1, cluster.partition("t", 1).leader % 3 + 1, 7)
