@@ -118,6 +118,8 @@ def test_routing_answers() -> None:
     assert routing.coordinator_error(cluster, 2, [0], now=5.0) \
         is ErrorCode.coordinator_load_in_progress
     assert routing.coordinator_error(cluster, 2, [0], now=10.0) is None
+    # a classic Heartbeat of a loading group is answered NONE, as Kafka does
+    assert routing.coordinator_error(cluster, 2, [0], now=5.0, api_key=12) is ErrorCode.none
     assert routing.coordinator_error(cluster, 2, [0, 1], now=10.0) is None  # 1: on 2 already
     assert routing.coordinator_error(cluster, 2, [0, 2], now=10.0) is ErrorCode.not_coordinator
     state = cluster.partition("t", 0)
