@@ -289,7 +289,7 @@ class BrokerDispatcher(Dispatcher):
         runtime = self.broker.runtime
         error = routing.coordinator_error(self.cluster, self.node_id,
                                           {runtime.partition_for(key) for key in keys},
-                                          time.monotonic())
+                                          time.monotonic(), api_key)
         if error is None:
             return None
         return error_body(ctx.schema.response_type, body, error)

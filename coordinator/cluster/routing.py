@@ -60,8 +60,11 @@ def transactional_ids(body: Any) -> list[str]:
     return found
 
 
+HEARTBEAT = 12
+
+
 def coordinator_error(cluster: Cluster, node_id: int, partitions: Iterable[int],
-                      now: float) -> ErrorCode | None:
+                      now: float, api_key: int = -1) -> ErrorCode | None:
     """NOT_COORDINATOR unless ``node_id`` leads every one of the coordinator ``partitions``;
     COORDINATOR_LOAD_IN_PROGRESS while one of them is loading; None: served here."""
     loading = False
@@ -71,7 +74,11 @@ def coordinator_error(cluster: Cluster, node_id: int, partitions: Iterable[int],
             return ErrorCode.not_coordinator
         if partition.loading_until > now:
             loading = True
-    return ErrorCode.coordinator_load_in_progress if loading else None
+    if not loading:
+        return None
+    # Kafka's GroupCoordinatorService answers a classic Heartbeat of a loading group with NONE
+    # ("the group is still loading, so blindly respond"): the member keeps its generation
+    return ErrorCode.none if api_key == HEARTBEAT else ErrorCode.coordinator_load_in_progress
 
 
 def leader_error(cluster: Cluster, node_id: int, topic: str, partition: int,

@@ -4,6 +4,8 @@ survives a restart, the routing answers, and ``cluster.listeners`` / ``cluster.r
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from coordinator.cluster import BrokerNode, Cluster, ClusterError, routing, state_file
@@ -116,6 +118,8 @@ def test_routing_answers() -> None:
     assert routing.coordinator_error(cluster, 2, [0], now=5.0) \
         is ErrorCode.coordinator_load_in_progress
     assert routing.coordinator_error(cluster, 2, [0], now=10.0) is None
+    # a classic Heartbeat of a loading group is answered NONE, as Kafka does
+    assert routing.coordinator_error(cluster, 2, [0], now=5.0, api_key=12) is ErrorCode.none
     assert routing.coordinator_error(cluster, 2, [0, 1], now=10.0) is None  # 1: on 2 already
     assert routing.coordinator_error(cluster, 2, [0, 2], now=10.0) is ErrorCode.not_coordinator
     state = cluster.partition("t", 0)
@@ -139,7 +143,7 @@ def test_transactional_ids_of_a_request() -> None:
     assert routing.transactional_ids(_Body()) == ["a", "b", "c"]
 
 
-def test_leaders_and_epochs_survive_a_restart(tmp_path: pytest.TempPathFactory) -> None:
+def test_leaders_and_epochs_survive_a_restart(tmp_path: Path) -> None:
     cluster = three()
     cluster.set_replication("t", 3)
     cluster.move_partition("t", 1, cluster.partition("t", 1).leader % 3 + 1, 7)
