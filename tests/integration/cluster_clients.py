@@ -213,11 +213,36 @@ class GroupConsumer(threading.Thread):
         self.journal.read(partition, offset, value)
         self.reads += 1
 
-    def took_batches(self, batches: Mapping[Any, Iterable[Any]]) -> None:
-        """kafka-python's and aiokafka's ``{TopicPartition: [record, ...]}``."""
-        for tp, records in batches.items():
-            for record in records:
-                self.took(tp.partition, record.offset, record.value)
+    def drive(self, poll: Callable[[], Mapping[Any, Iterable[Any]]],
+              positions: Callable[[], dict[int, int]],
+              commit: Callable[[dict[int, int]], None],
+              errors: tuple[type[BaseException], ...]) -> None:
+        """kafka-python's and aiokafka's loop: ``poll()`` gives ``{TopicPartition: [record,
+        ...]}``; every ``COMMIT_EVERY_S`` the ``positions()`` (partition -> offset) of what
+        it owns are ``commit``-ted; an error of ``errors`` is journaled and retried."""
+        next_commit = time.monotonic() + COMMIT_EVERY_S
+        while not self.stopping.is_set():
+            try:
+                batches = poll()
+            except errors as exc:
+                self.journal.error(type(exc).__name__)
+                continue
+            for tp, records in batches.items():
+                for record in records:
+                    self.took(tp.partition, record.offset, record.value)
+            due = self.commit_due(next_commit)
+            if due is None:
+                continue
+            next_commit = due
+            try:
+                offsets = positions()
+                if not offsets:
+                    continue
+                commit(offsets)
+            except errors as exc:
+                self.journal.error(f"commit {type(exc).__name__}")
+                continue
+            self.committed(offsets)
 
     def committed(self, offsets: dict[int, int]) -> None:
         self.journal.committed(offsets)
@@ -296,7 +321,7 @@ class KafkaPythonConsumer(GroupConsumer):
     flavour = "kafka-python"
 
     def loop(self) -> None:
-        from kafka import KafkaConsumer
+        from kafka import KafkaConsumer, TopicPartition
         from kafka.errors import KafkaError
         from kafka.structs import OffsetAndMetadata
 
@@ -308,77 +333,57 @@ class KafkaPythonConsumer(GroupConsumer):
             reconnect_backoff_max_ms=200, retry_backoff_ms=100, metadata_max_age_ms=2000)
         consumer.subscribe([self.topic])
         consumer.topics()  # its metadata first (see the README's kafka-python example)
-        next_commit = time.monotonic() + COMMIT_EVERY_S
+
+        def positions() -> dict[int, int]:
+            return {tp.partition: position for tp in consumer.assignment()
+                    if (position := consumer.position(tp, timeout_ms=2000)) is not None
+                    and position >= 0}
+
+        def commit(offsets: dict[int, int]) -> None:
+            consumer.commit({TopicPartition(self.topic, p): OffsetAndMetadata(o, "", -1)
+                             for p, o in offsets.items()})
+
         try:
-            while not self.stopping.is_set():
-                try:
-                    batches = consumer.poll(timeout_ms=100)
-                except KafkaError as exc:
-                    self.journal.error(type(exc).__name__)
-                    continue
-                self.took_batches(batches)
-                due = self.commit_due(next_commit)
-                if due is None:
-                    continue
-                next_commit = due
-                try:
-                    known = {tp: position for tp in consumer.assignment()
-                             if (position := consumer.position(tp, timeout_ms=2000)) is not None
-                             and position >= 0}
-                    if not known:
-                        continue
-                    consumer.commit({tp: OffsetAndMetadata(position, "", -1)
-                                     for tp, position in known.items()})
-                except KafkaError as exc:
-                    self.journal.error(f"commit {type(exc).__name__}")
-                    continue
-                self.committed({tp.partition: position for tp, position in known.items()})
+            self.drive(lambda: consumer.poll(timeout_ms=100), positions, commit, (KafkaError,))
         finally:
             consumer.close(autocommit=False)
 
 
 class AiokafkaConsumer(GroupConsumer):
+    """aiokafka's consumer, its coroutines run one at a time on an event loop of the thread's
+    own."""
+
     flavour = "aiokafka"
 
     def loop(self) -> None:
-        asyncio.run(self._loop())
-
-    async def _loop(self) -> None:
-        from aiokafka import AIOKafkaConsumer
+        from aiokafka import AIOKafkaConsumer, TopicPartition
         from aiokafka.errors import KafkaError
 
         logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
-        consumer = AIOKafkaConsumer(
-            self.topic, bootstrap_servers=self.bootstrap, group_id=self.group,
-            client_id=self.flavour, enable_auto_commit=False, auto_offset_reset="earliest",
-            session_timeout_ms=6000, heartbeat_interval_ms=500, request_timeout_ms=8000,
-            retry_backoff_ms=100, metadata_max_age_ms=2000)
-        await consumer.start()
-        next_commit = time.monotonic() + COMMIT_EVERY_S
-        try:
-            while not self.stopping.is_set():
-                try:
-                    batches = await consumer.getmany(timeout_ms=100)
-                except KafkaError as exc:
-                    self.journal.error(type(exc).__name__)
-                    continue
-                self.took_batches(batches)
-                due = self.commit_due(next_commit)
-                if due is None:
-                    continue
-                next_commit = due
-                try:
-                    offsets = {tp: position for tp in consumer.assignment()
-                               if (position := await consumer.position(tp)) >= 0}
-                    if not offsets:
-                        continue
-                    await consumer.commit(offsets)
-                except KafkaError as exc:
-                    self.journal.error(f"commit {type(exc).__name__}")
-                    continue
-                self.committed({tp.partition: offset for tp, offset in offsets.items()})
-        finally:
-            await consumer.stop()
+        with asyncio.Runner() as runner:
+            async def started() -> AIOKafkaConsumer:
+                consumer = AIOKafkaConsumer(
+                    self.topic, bootstrap_servers=self.bootstrap, group_id=self.group,
+                    client_id=self.flavour, enable_auto_commit=False,
+                    auto_offset_reset="earliest", session_timeout_ms=6000,
+                    heartbeat_interval_ms=500, request_timeout_ms=8000, retry_backoff_ms=100,
+                    metadata_max_age_ms=2000)
+                await consumer.start()
+                return consumer
+
+            async def positions() -> dict[int, int]:
+                return {tp.partition: position for tp in consumer.assignment()
+                        if (position := await consumer.position(tp)) >= 0}
+
+            consumer = runner.run(started())
+            try:
+                self.drive(lambda: runner.run(consumer.getmany(timeout_ms=100)),
+                           lambda: runner.run(positions()),
+                           lambda offsets: runner.run(consumer.commit(
+                               {TopicPartition(self.topic, p): o for p, o in offsets.items()})),
+                           (KafkaError,))
+            finally:
+                runner.run(consumer.stop())
 
 
 CONSUMERS: dict[str, Callable[[str, str, str, Journal | None], GroupConsumer]] = {
