@@ -6,12 +6,13 @@ nothing was lost and nothing was read twice beyond what the protocol allows.
   partition ``n % partitions``, in order; ``check_log`` reads the topic back and finds every
   acknowledged value once, each partition's values in the order they were produced (no
   duplicates, no gaps).
-- ``GroupConsumer`` (``confluent_consumer``, ``kafka_python_consumer``, ``aiokafka_consumer``):
-  one member of a group that consumes and commits its positions synchronously every
-  ``COMMIT_EVERY_S``, retrying through errors; ``check_reads`` holds it to the protocol: a record
-  is read again only from an offset at or above the last commit acknowledged for its partition
-  (after a failed commit the group may restart from the committed offset; never from below
-  one).
+- ``GroupConsumer`` (``ConfluentConsumer`` in a classic or a consumer-protocol group,
+  ``KafkaPythonConsumer``, ``AiokafkaConsumer``; ``CONSUMERS`` by name): one member of a group
+  that consumes and commits its positions synchronously every ``COMMIT_EVERY_S``, retrying
+  through errors; the members of a group share one ``Journal``, and ``check_reads`` holds them
+  to the protocol: a record is read again only from an offset at or above the last commit
+  acknowledged for its partition (after a failed commit or a rebalance the group may restart
+  from the committed offset; never from below one).
 - ``Faults``: the moves and failures of the done-when list, found through Kafka's own answers
   (Metadata for leaders, DescribeGroups for the coordinator) and applied through
   ``kafka_coordinator``'s ``brokers``.
