@@ -3,7 +3,8 @@ done-when): with 3 brokers and a topic replicated to all of them, real clients (
 in a classic and in a consumer-protocol group, kafka-python, aiokafka) keep consuming and
 committing while the test
 
-(a) moves their group's coordinator to another broker,
+(a) moves their group's coordinator to another broker, then drops every connection of that
+    broker,
 (b) moves every partition's leader to one broker (not the coordinator) and stops that broker,
 (c) stops the broker that is then their coordinator (one broker is left running),
 (d) starts both brokers again, and makes them leaders and the group's coordinator again;
@@ -60,6 +61,9 @@ def failovers(server: Coordinator, faults: Faults,
     wait_for(lambda: faults.coordinator() == target, STEP_TIMEOUT_S, "the coordinator to move")
     moves.append((coordinator, target))
     step("coordinator moved", time.monotonic())
+
+    server.brokers.disconnect(target)  # every connection of the coordinator's broker drops
+    step("coordinator's connections dropped", time.monotonic())
 
     coordinator = faults.coordinator()
     leader = next(b for b in server.brokers.running() if b != coordinator)
@@ -123,7 +127,7 @@ def test_a_group_consumes_and_commits_through_the_failovers(
             steps.append(name)
 
         moves = failovers(server, faults, step)
-        assert len(steps) == 4
+        assert len(steps) == 5
         producer.stop()
         acked = set(producer.acked)
         wait_for(lambda: journal.distinct_values() >= acked, STEP_TIMEOUT_S,
