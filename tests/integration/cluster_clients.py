@@ -33,7 +33,9 @@ from kafka_coordinator import Coordinator
 
 COMMIT_EVERY_S = 0.3
 STEP_TIMEOUT_S = 60.0
+"""How long each step of a test may take (a loaded machine's clients retry with backoffs)."""
 KAFKA_PYTHON_LOG_LEVEL = logging.CRITICAL
+"""kafka-python's retries are journaled instead; set DEBUG here to see its requests."""
 QUIET = {"log_level": 0, "reconnect.backoff.max.ms": 200, "retry.backoff.max.ms": 200}
 
 
