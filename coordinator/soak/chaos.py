@@ -15,7 +15,8 @@ record is looked for. One JSON line; the exit code is 1 when anything acknowledg
 With ``--brokers N`` (N > 1) the server is a cluster of N brokers (``cluster.brokers``), the
 topic is replicated to min(N, 3) of them, the clients bootstrap from every broker, and the kill
 is one fault among others (``soak/cluster_faults.py``): a broker stopped or started again, a
-group's coordinator or a partition's leader moved, through the control endpoint. After every
+broker's connections dropped, a group's coordinator or a partition's leader moved, through the
+control endpoint. After every
 fault the same two times are taken and the acknowledged commits are read back.
 """
 
@@ -195,6 +196,8 @@ class Soak:
                 brokers.stop(fault.broker)
             elif fault.kind == cluster_faults.START:
                 brokers.start(fault.broker)
+            elif fault.kind == cluster_faults.DISCONNECT:
+                brokers.disconnect(fault.broker)
             elif fault.kind == cluster_faults.COORDINATOR:
                 assert fault.group is not None
                 brokers.move_coordinator(fault.group, fault.broker)

@@ -6,6 +6,7 @@ generator: what a cluster goes through besides a crash of the whole server.
 | ``kill`` | SIGKILL of the server process, then a start on the same data and ports |
 | ``stop`` | ``POST /brokers/<id>/stop`` of a running broker (never the last one running) |
 | ``start`` | ``POST /brokers/<id>/start`` of a stopped broker |
+| ``disconnect`` | ``POST /brokers/<id>/disconnect`` of a running broker: its connections drop |
 | ``coordinator`` | ``POST /groups/<group>/coordinator`` to a running broker |
 | ``leader`` | ``POST /partitions/<topic>/<p>/leader`` to a running broker |
 
@@ -23,12 +24,13 @@ from dataclasses import dataclass
 KILL = "kill"
 STOP = "stop"
 START = "start"
+DISCONNECT = "disconnect"
 COORDINATOR = "coordinator"
 LEADER = "leader"
-KINDS = (KILL, STOP, START, COORDINATOR, LEADER)
+KINDS = (KILL, STOP, START, DISCONNECT, COORDINATOR, LEADER)
 
-WEIGHTS: Mapping[str, float] = {KILL: 1.0, STOP: 2.0, START: 2.0, COORDINATOR: 2.0,
-                                LEADER: 2.0}
+WEIGHTS: Mapping[str, float] = {KILL: 1.0, STOP: 2.0, START: 2.0, DISCONNECT: 1.0,
+                                COORDINATOR: 2.0, LEADER: 2.0}
 """How often each kind is drawn, relative to the others, where it can be applied."""
 
 
@@ -54,7 +56,7 @@ def possible(running: Sequence[int], stopped: Sequence[int]) -> list[str]:
     if stopped:
         kinds.append(START)
     if running:
-        kinds += [COORDINATOR, LEADER]
+        kinds += [DISCONNECT, COORDINATOR, LEADER]
     return kinds
 
 
@@ -75,6 +77,8 @@ def next_fault(rng: random.Random, running: Sequence[int], stopped: Sequence[int
     if kind == START:
         return Fault(START, broker=rng.choice(stopped))
     broker = rng.choice(running)
+    if kind == DISCONNECT:
+        return Fault(DISCONNECT, broker=broker)
     if kind == COORDINATOR:
         return Fault(COORDINATOR, broker=broker, group=rng.choice(list(groups)))
     return Fault(LEADER, broker=broker, partition=rng.randrange(partitions))

@@ -12,6 +12,7 @@ import pytest
 from coordinator.soak import cluster_faults
 from coordinator.soak.cluster_faults import (
     COORDINATOR,
+    DISCONNECT,
     KILL,
     KINDS,
     LEADER,
@@ -63,8 +64,8 @@ def test_a_seed_gives_the_same_schedule() -> None:
 
 
 def test_what_can_apply() -> None:
-    assert possible([1], [2, 3]) == [KILL, START, COORDINATOR, LEADER]
-    assert possible([1, 2, 3], []) == [KILL, STOP, COORDINATOR, LEADER]
+    assert possible([1], [2, 3]) == [KILL, START, DISCONNECT, COORDINATOR, LEADER]
+    assert possible([1, 2, 3], []) == [KILL, STOP, DISCONNECT, COORDINATOR, LEADER]
     rng = random.Random(0)
     for _ in range(200):
         assert next_fault(rng, [2], [1, 3], GROUPS, 3).kind != STOP
