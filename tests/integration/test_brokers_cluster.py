@@ -325,3 +325,28 @@ def test_moves_are_counted_and_in_the_timeline(cluster: ServerProcess) -> None:
             rebalance_timeout=datetime.timedelta(seconds=30), subscribed_topic_names=None,
             server_assignor=None, topic_partitions=None))
         assert again.error_code == ErrorCode.none and again.member_id == joined.member_id
+
+
+def test_a_leader_move_is_in_the_timeline_of_the_groups_committed_to_it(
+        cluster: ServerProcess) -> None:
+    group = f"o-{uuid.uuid4().hex[:8]}"
+    topic = new_topic(cluster, partitions=1, replication=3)
+    commit = kio_class("offset_commit", 9, "request", "OffsetCommitRequest")
+    commit_topic = kio_class("offset_commit", 9, "request", "OffsetCommitRequestTopic")
+    commit_partition = kio_class("offset_commit", 9, "request", "OffsetCommitRequestPartition")
+    with wire(cluster, find_coordinator(cluster, 1, group)) as client:
+        answer = client.request(protocol.make(
+            commit, group_id=group, generation_id_or_member_epoch=-1, member_id="",
+            group_instance_id=None, topics=(protocol.make(commit_topic, name=topic, partitions=(
+                protocol.make(commit_partition, partition_index=0, committed_offset=0,
+                              committed_leader_epoch=-1, committed_metadata=""),)),)))
+        assert answer.topics[0].partitions[0].error_code == ErrorCode.none
+    leader, epoch = leader_of(cluster, topic)
+    target = leader % 3 + 1
+    assert control(cluster, "POST", f"/partitions/{topic}/0/leader", {"broker": target})[0] == 200
+    status, body = control(cluster, "GET", f"/timeline?group={group}")
+    assert status == 200
+    (moved,) = [e for e in body["events"] if e["kind"] == "partition-leader-moved"]
+    assert (moved["topic"], moved["partition"], moved["from"], moved["to"],
+            moved["leader_epoch"]) == (topic, 0, leader, target, epoch + 1)
+
