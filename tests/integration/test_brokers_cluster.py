@@ -290,7 +290,7 @@ def test_bad_control_requests_are_400(cluster: ServerProcess) -> None:
 def _moves_counted(server: ServerProcess, kind: str, reason: str) -> float:
     with urllib.request.urlopen(f"{server.metrics_url}/metrics", timeout=10) as page:
         for line in page.read().decode().splitlines():
-            if line.startswith("kafka_") and "cluster_moves_total{" in line \
+            if line.startswith("kafka_server_group_coordinator_metrics_cluster_moves_total{") \
                     and f'kind="{kind}"' in line and f'reason="{reason}"' in line:
                 return float(line.rsplit(" ", 1)[1])
     return 0.0
