@@ -91,7 +91,8 @@ def produce(topic: str, index: int = 0, version: int = 11) -> Any:
                                            records=make_batch([b"v"])),)),))
 
 
-def fetch(topic_id: uuid.UUID, current_leader_epoch: int, offset: int = 0) -> Any:
+def fetch(topic_id: uuid.UUID, current_leader_epoch: int, offset: int = 0, index: int = 0
+          ) -> Any:
     cls = kio_class("fetch", 16, "request", "FetchRequest")
     topic_cls = kio_class("fetch", 16, "request", "FetchTopic")
     part_cls = kio_class("fetch", 16, "request", "FetchPartition")
@@ -100,7 +101,7 @@ def fetch(topic_id: uuid.UUID, current_leader_epoch: int, offset: int = 0) -> An
         max_bytes=1 << 20, isolation_level=0, session_id=0, session_epoch=-1,
         forgotten_topics_data=(), rack_id="",
         topics=(protocol.make(topic_cls, topic_id=topic_id, partitions=(
-            protocol.make(part_cls, partition=0, fetch_offset=offset,
+            protocol.make(part_cls, partition=index, fetch_offset=offset,
                           current_leader_epoch=current_leader_epoch, last_fetched_epoch=-1,
                           log_start_offset=-1, partition_max_bytes=1 << 20),)),))
 
@@ -350,3 +351,27 @@ def test_a_leader_move_is_in_the_timeline_of_the_groups_committed_to_it(
     assert (moved["topic"], moved["partition"], moved["from"], moved["to"],
             moved["leader_epoch"]) == (topic, 0, leader, target, epoch + 1)
 
+
+
+def test_leaders_epochs_and_ports_survive_a_kill(cluster: ServerProcess) -> None:
+    """Last in the module: it restarts the server (SIGKILL) on the same ports."""
+    topic = new_topic(cluster, partitions=2, replication=3)
+    leader, epoch = leader_of(cluster, topic, 1)
+    target = leader % 3 + 1
+    assert control(cluster, "POST", f"/partitions/{topic}/1/leader", {"broker": target})[0] == 200
+    bound = ports(cluster)
+    before = {p.partition_index: (p.leader_id, p.leader_epoch)
+              for p in metadata(cluster, topic).topics[0].partitions}
+    cluster.restart()
+    cluster.wait_loaded()
+    assert ports(cluster) == bound  # brokers 2..N too (cluster.listeners pinned)
+    assert {p.partition_index: (p.leader_id, p.leader_epoch)
+            for p in metadata(cluster, topic).topics[0].partitions} == before
+    assert before[1] == (target, epoch + 1)
+    with wire(cluster, target) as client:  # the kept epoch is fenced on and stamped
+        assert client.request(produce(topic, 1)).responses[0].partition_responses[0] \
+            .error_code == ErrorCode.none
+        topic_id = metadata(cluster, topic).topics[0].topic_id
+        fetched = client.request(fetch(topic_id, epoch + 1, index=1)).responses[0].partitions[0]
+        assert fetched.error_code == ErrorCode.none
+        assert int.from_bytes(bytes(fetched.records)[12:16], "big") == epoch + 1
