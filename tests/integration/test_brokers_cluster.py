@@ -332,16 +332,7 @@ def test_a_leader_move_is_in_the_timeline_of_the_groups_committed_to_it(
         cluster: ServerProcess) -> None:
     group = f"o-{uuid.uuid4().hex[:8]}"
     topic = new_topic(cluster, partitions=1, replication=3)
-    commit = kio_class("offset_commit", 9, "request", "OffsetCommitRequest")
-    commit_topic = kio_class("offset_commit", 9, "request", "OffsetCommitRequestTopic")
-    commit_partition = kio_class("offset_commit", 9, "request", "OffsetCommitRequestPartition")
-    with wire(cluster, find_coordinator(cluster, 1, group)) as client:
-        answer = client.request(protocol.make(
-            commit, group_id=group, generation_id_or_member_epoch=-1, member_id="",
-            group_instance_id=None, topics=(protocol.make(commit_topic, name=topic, partitions=(
-                protocol.make(commit_partition, partition_index=0, committed_offset=0,
-                              committed_leader_epoch=-1, committed_metadata=""),)),)))
-        assert answer.topics[0].partitions[0].error_code == ErrorCode.none
+    _commit(cluster, group, topic)
     leader, epoch = leader_of(cluster, topic)
     target = leader % 3 + 1
     assert control(cluster, "POST", f"/partitions/{topic}/0/leader", {"broker": target})[0] == 200
@@ -351,6 +342,42 @@ def test_a_leader_move_is_in_the_timeline_of_the_groups_committed_to_it(
     assert (moved["topic"], moved["partition"], moved["from"], moved["to"],
             moved["leader_epoch"]) == (topic, 0, leader, target, epoch + 1)
 
+
+
+def _commit(server: ServerProcess, group: str, topic: str) -> None:
+    commit = kio_class("offset_commit", 9, "request", "OffsetCommitRequest")
+    commit_topic = kio_class("offset_commit", 9, "request", "OffsetCommitRequestTopic")
+    commit_partition = kio_class("offset_commit", 9, "request", "OffsetCommitRequestPartition")
+    with wire(server, find_coordinator(server, 1, group)) as client:
+        answer = client.request(protocol.make(
+            commit, group_id=group, generation_id_or_member_epoch=-1, member_id="",
+            group_instance_id=None, topics=(protocol.make(commit_topic, name=topic, partitions=(
+                protocol.make(commit_partition, partition_index=0, committed_offset=0,
+                              committed_leader_epoch=-1, committed_metadata=""),)),)))
+    assert answer.topics[0].partitions[0].error_code == ErrorCode.none
+
+
+def test_each_broker_lists_the_groups_it_coordinates(cluster: ServerProcess) -> None:
+    topic = new_topic(cluster, partitions=1, replication=1)
+    groups = {f"l-{uuid.uuid4().hex[:8]}" for _ in range(12)}
+    for group in groups:
+        _commit(cluster, group, topic)
+    listed: dict[int, set[str]] = {}
+    request = protocol.make(kio_class("list_groups", 4, "request", "ListGroupsRequest"),
+                            states_filter=())
+    for node_id in (1, 2, 3):
+        with wire(cluster, node_id) as client:
+            answer = client.request(request)
+        assert answer.error_code == ErrorCode.none
+        listed[node_id] = {g.group_id for g in answer.groups} & groups
+        assert all(find_coordinator(cluster, 1, group) == node_id
+                   for group in listed[node_id])
+    assert set().union(*listed.values()) == groups
+    assert sum(len(found) for found in listed.values()) == len(groups)  # each one once
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    found = admin.list_consumer_groups(request_timeout=10).result()
+    ids = [g.group_id for g in found.valid if g.group_id in groups]
+    assert sorted(ids) == sorted(groups)
 
 
 def test_leaders_epochs_and_ports_survive_a_kill(cluster: ServerProcess) -> None:
