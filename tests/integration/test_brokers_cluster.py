@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 import protocol
 from coordinator.runtime.partitioner import partition_for
@@ -148,6 +148,12 @@ def test_every_broker_listens_and_is_listed(cluster: ServerProcess) -> None:
         (n, "running", f"127.0.0.1:{bound[n]}", f"r{n}") for n in (1, 2, 3)]
     # the coordinator partitions are spread over the brokers, as Kafka places them
     assert sorted(len(b["coordinator_partitions"]) for b in body["brokers"]) == [16, 17, 17]
+    # an admin client asks each broker for its own configs
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    for node_id in (2, 3):
+        resource = ConfigResource("BROKER", str(node_id))
+        configs = admin.describe_configs([resource])[resource].result(10)
+        assert configs["num.partitions"].value == "1"
 
 
 def test_replication_factor_three_and_above_the_brokers(cluster: ServerProcess) -> None:
