@@ -79,12 +79,12 @@ def _apply(app: Any, cluster: Cluster, moves: list[Move]) -> None:
         reason = "broker-stopped" if move.reason.endswith("stopped") else "moved"
         sensors.record_cluster_move(move.kind, reason)
         if move.kind == COORDINATOR:
-            groups = timeline.note_coordinator_moved(move.partition, move.from_node,
-                                                     move.to_node, move.leader_epoch,
-                                                     move.reason)
+            noted = timeline.note_coordinator_moved(move.partition, move.from_node,
+                                                    move.to_node, move.leader_epoch,
+                                                    move.reason)
             log.info("coordinator moved", partition=move.partition, from_node=move.from_node,
                      to_node=move.to_node, leader_epoch=move.leader_epoch, reason=move.reason,
-                     groups=groups)
+                     groups=noted)
         else:
             plog = logs.get(move.topic, move.partition)
             if plog is not None:
@@ -104,7 +104,7 @@ def _apply(app: Any, cluster: Cluster, moves: list[Move]) -> None:
 
 def _committed_to(app: Any, topic: str, index: int) -> list[str]:
     """The groups with a committed offset of the partition: those its move touches."""
-    found = []
+    found: list[str] = []
     for partition in app.runtime.partitions:
         shard = partition.shard
         if shard is None:
