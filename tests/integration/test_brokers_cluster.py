@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime
 import json
 import socket
+import time
 import urllib.error
 import urllib.request
 import uuid
@@ -348,6 +349,33 @@ def test_a_leader_move_is_in_the_timeline_of_the_groups_committed_to_it(
     assert (moved["topic"], moved["partition"], moved["from"], moved["to"],
             moved["leader_epoch"]) == (topic, 0, leader, target, epoch + 1)
 
+
+
+def _answered_in(server: ServerProcess, node_id: int) -> float:
+    with wire(server, node_id) as client:
+        started = time.monotonic()
+        client.request(metadata_request(12, []))
+        return time.monotonic() - started
+
+
+def test_a_delayed_broker_answers_late_for_a_while(cluster: ServerProcess) -> None:
+    status, body = control(cluster, "POST", "/brokers/2/delay", {"delay_ms": 400, "seconds": 3})
+    assert status == 200 and body == {"broker": 2, "delay_ms": 400, "seconds": 3.0}
+    assert _answered_in(cluster, 2) >= 0.4
+    assert control(cluster, "GET", "/brokers")[1]["brokers"][1]["delay_ms"] == 400
+    wait_until(lambda: _answered_in(cluster, 2) < 0.4, 10, message="the delay to end")
+    assert control(cluster, "GET", "/brokers")[1]["brokers"][1]["delay_ms"] == 0
+
+
+def test_a_broker_drops_its_connections_and_keeps_listening(cluster: ServerProcess) -> None:
+    client, other = wire(cluster, 2), wire(cluster, 1)
+    status, body = control(cluster, "POST", "/brokers/2/disconnect")
+    assert status == 200 and body["disconnected"]
+    assert client.is_closed(5)
+    assert not other.is_closed(0.2)  # only broker 2's
+    client.close()
+    other.close()
+    assert _answered_in(cluster, 2) < 5  # a new connection is served
 
 
 def _commit(server: ServerProcess, group: str, topic: str) -> None:
