@@ -237,6 +237,11 @@ class App:
             self.config[f"group.{kind}.assignor.offload.enable"]
             for kind in ("consumer", "share", "streams")), wait=False)
         self.topic_logs.start()
+        if self.broker.cluster is not None:  # batches (markers too) carry the kept epochs
+            for (topic, index), state in self.broker.cluster.partitions.items():
+                plog = self.topic_logs.get(topic, index)
+                if plog is not None:
+                    plog.leader_epoch = state.leader_epoch
         # aborts timed-out transactions, completes those a restart left in doubt
         self._background.append(asyncio.create_task(write_txn_markers.of(self.broker).run()))
         # client telemetry: stale clients' series leave /metrics

@@ -6,6 +6,7 @@ one broker every check is None at the cost of one attribute read."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from typing import Any
 
@@ -50,3 +51,15 @@ def node_endpoints(ctx: RequestContext, nodes: Iterable[int]) -> tuple[Any, ...]
         out.append(ctx.nested("NodeEndpoint", node_id=node, host=endpoint.host,
                               port=endpoint.port, rack=cluster.brokers[node].rack))
     return tuple(out)
+
+
+def coordinator_partitions(ctx: RequestContext, count: int) -> tuple[list[int], bool]:
+    """The coordinator partitions this broker leads (all of them with one broker), and
+    whether one of them is still loading after a move: ListGroups and ListTransactions answer
+    for those, as each Kafka broker does for its own."""
+    cluster = ctx.broker.cluster
+    if cluster is None:
+        return list(range(count)), False
+    now = time.monotonic()
+    led = [c for c in cluster.coordinators[:count] if c.leader == ctx.node]
+    return [c.index for c in led], any(c.loading_until > now for c in led)

@@ -24,7 +24,8 @@ def _names(ctx: RequestContext, resource_type: int) -> list[str]:
         return telemetry.of(ctx.broker).subscriptions.names()
     if resource_type == TOPIC:
         return sorted(topic.name for topic in ctx.broker.image.topics())
-    return [str(ctx.broker.node_id)]
+    cluster = ctx.broker.cluster
+    return [str(node) for node in (cluster.ids if cluster is not None else [ctx.broker.node_id])]
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:

@@ -79,23 +79,40 @@ def _apply(app: Any, cluster: Cluster, moves: list[Move]) -> None:
         reason = "broker-stopped" if move.reason.endswith("stopped") else "moved"
         sensors.record_cluster_move(move.kind, reason)
         if move.kind == COORDINATOR:
-            groups = timeline.note_coordinator_moved(move.partition, move.from_node,
-                                                     move.to_node, move.leader_epoch,
-                                                     move.reason)
+            noted = timeline.note_coordinator_moved(move.partition, move.from_node,
+                                                    move.to_node, move.leader_epoch,
+                                                    move.reason)
             log.info("coordinator moved", partition=move.partition, from_node=move.from_node,
                      to_node=move.to_node, leader_epoch=move.leader_epoch, reason=move.reason,
-                     groups=groups)
+                     groups=noted)
         else:
             plog = logs.get(move.topic, move.partition)
             if plog is not None:
                 plog.leader_epoch = move.leader_epoch
+            groups = _committed_to(app, move.topic, move.partition)
+            timeline.note_partition_leader_moved(groups, move.topic, move.partition,
+                                                 move.from_node, move.to_node,
+                                                 move.leader_epoch, move.reason)
             log.info("partition leader moved", topic=move.topic, partition=move.partition,
                      from_node=move.from_node, to_node=move.to_node,
-                     leader_epoch=move.leader_epoch, reason=move.reason)
+                     leader_epoch=move.leader_epoch, reason=move.reason, groups=len(groups))
     try:
         cluster_state.save(app.config.log_dir, cluster)
     except OSError as exc:
         log.warning("cluster state not saved", error=str(exc))
+
+
+def _committed_to(app: Any, topic: str, index: int) -> list[str]:
+    """The groups with a committed offset of the partition: those its move touches."""
+    found: list[str] = []
+    for partition in app.runtime.partitions:
+        shard = partition.shard
+        if shard is None:
+            continue
+        offsets = shard.offsets
+        found.extend(group for group in offsets.groups()
+                     if (topic, index) in offsets.group(group))
+    return sorted(found)
 
 
 def describe(app: Any, cluster: Cluster) -> list[dict[str, Any]]:

@@ -239,6 +239,11 @@ class _Deriver:
         elif name == timeline.COORDINATOR_MOVED:
             self.emit(ts, None, "coordinator-moved", **{"from": fields["from"], "to": fields["to"],
                       "leader_epoch": fields["leader_epoch"], "reason": fields["reason"]})
+        elif name == timeline.PARTITION_LEADER_MOVED:
+            self.emit(ts, None, "partition-leader-moved", topic=fields["topic"],
+                      partition=fields["partition"], **{"from": fields["from"],
+                      "to": fields["to"], "leader_epoch": fields["leader_epoch"],
+                      "reason": fields["reason"]})
         elif name == timeline.REBALANCE:
             if self.group is None:
                 self.group = _Group(CLASSIC)

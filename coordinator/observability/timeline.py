@@ -71,6 +71,9 @@ FENCED = "fenced"
 ``known_epoch``."""
 REBALANCE = "rebalance"
 """A classic group's rebalance started: ``generation``, ``reason``."""
+PARTITION_LEADER_MOVED = "partition-leader-moved"
+"""A partition the group has committed offsets of got a new leader: ``topic``, ``partition``,
+``from``, ``to``, ``leader_epoch``, ``reason``."""
 COORDINATOR_MOVED = "coordinator-moved"
 """The group's coordinator partition got a new leader (``cluster.brokers`` > 1): ``from``,
 ``to`` (node ids), ``leader_epoch``, ``reason``."""
@@ -350,6 +353,20 @@ def note_coordinator_moved(partition: int, from_node: int, to_node: int, leader_
     for group_id in groups:
         store.annotate(group_id, COORDINATOR_MOVED, dict(fields))
     return len(groups)
+
+
+def note_partition_leader_moved(groups: Iterable[str], topic: str, partition: int,
+                                from_node: int, to_node: int, leader_epoch: int,
+                                reason: str) -> None:
+    """A data partition's leader moved: a ``partition-leader-moved`` event in the timeline of
+    each of ``groups`` (those it touches)."""
+    store = _attached
+    if store is None:
+        return
+    fields = {"topic": topic, "partition": partition, "from": from_node, "to": to_node,
+              "leader_epoch": leader_epoch, "reason": reason}
+    for group_id in groups:
+        store.annotate(group_id, PARTITION_LEADER_MOVED, dict(fields))
 
 
 # --- the control endpoint ----------------------------------------------------------------------

@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime
 import json
 import socket
+import time
 import urllib.error
 import urllib.request
 import uuid
@@ -21,7 +22,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 import protocol
 from coordinator.runtime.partitioner import partition_for
@@ -91,7 +92,8 @@ def produce(topic: str, index: int = 0, version: int = 11) -> Any:
                                            records=make_batch([b"v"])),)),))
 
 
-def fetch(topic_id: uuid.UUID, current_leader_epoch: int, offset: int = 0) -> Any:
+def fetch(topic_id: uuid.UUID, current_leader_epoch: int, offset: int = 0, index: int = 0
+          ) -> Any:
     cls = kio_class("fetch", 16, "request", "FetchRequest")
     topic_cls = kio_class("fetch", 16, "request", "FetchTopic")
     part_cls = kio_class("fetch", 16, "request", "FetchPartition")
@@ -100,7 +102,7 @@ def fetch(topic_id: uuid.UUID, current_leader_epoch: int, offset: int = 0) -> An
         max_bytes=1 << 20, isolation_level=0, session_id=0, session_epoch=-1,
         forgotten_topics_data=(), rack_id="",
         topics=(protocol.make(topic_cls, topic_id=topic_id, partitions=(
-            protocol.make(part_cls, partition=0, fetch_offset=offset,
+            protocol.make(part_cls, partition=index, fetch_offset=offset,
                           current_leader_epoch=current_leader_epoch, last_fetched_epoch=-1,
                           log_start_offset=-1, partition_max_bytes=1 << 20),)),))
 
@@ -147,6 +149,12 @@ def test_every_broker_listens_and_is_listed(cluster: ServerProcess) -> None:
         (n, "running", f"127.0.0.1:{bound[n]}", f"r{n}") for n in (1, 2, 3)]
     # the coordinator partitions are spread over the brokers, as Kafka places them
     assert sorted(len(b["coordinator_partitions"]) for b in body["brokers"]) == [16, 17, 17]
+    # an admin client asks each broker for its own configs
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    for node_id in (2, 3):
+        resource = ConfigResource("BROKER", str(node_id))
+        configs = admin.describe_configs([resource])[resource].result(10)
+        assert configs["num.partitions"].value == "1"
 
 
 def test_replication_factor_three_and_above_the_brokers(cluster: ServerProcess) -> None:
@@ -290,7 +298,7 @@ def test_bad_control_requests_are_400(cluster: ServerProcess) -> None:
 def _moves_counted(server: ServerProcess, kind: str, reason: str) -> float:
     with urllib.request.urlopen(f"{server.metrics_url}/metrics", timeout=10) as page:
         for line in page.read().decode().splitlines():
-            if line.startswith("kafka_") and "cluster_moves_total{" in line \
+            if line.startswith("kafka_server_group_coordinator_metrics_cluster_moves_total{") \
                     and f'kind="{kind}"' in line and f'reason="{reason}"' in line:
                 return float(line.rsplit(" ", 1)[1])
     return 0.0
@@ -325,3 +333,106 @@ def test_moves_are_counted_and_in_the_timeline(cluster: ServerProcess) -> None:
             rebalance_timeout=datetime.timedelta(seconds=30), subscribed_topic_names=None,
             server_assignor=None, topic_partitions=None))
         assert again.error_code == ErrorCode.none and again.member_id == joined.member_id
+
+
+def test_a_leader_move_is_in_the_timeline_of_the_groups_committed_to_it(
+        cluster: ServerProcess) -> None:
+    group = f"o-{uuid.uuid4().hex[:8]}"
+    topic = new_topic(cluster, partitions=1, replication=3)
+    _commit(cluster, group, topic)
+    leader, epoch = leader_of(cluster, topic)
+    target = leader % 3 + 1
+    assert control(cluster, "POST", f"/partitions/{topic}/0/leader", {"broker": target})[0] == 200
+    status, body = control(cluster, "GET", f"/timeline?group={group}")
+    assert status == 200
+    (moved,) = [e for e in body["events"] if e["kind"] == "partition-leader-moved"]
+    assert (moved["topic"], moved["partition"], moved["from"], moved["to"],
+            moved["leader_epoch"]) == (topic, 0, leader, target, epoch + 1)
+
+
+
+def _answered_in(server: ServerProcess, node_id: int) -> float:
+    with wire(server, node_id) as client:
+        started = time.monotonic()
+        client.request(metadata_request(12, []))
+        return time.monotonic() - started
+
+
+def test_a_delayed_broker_answers_late_for_a_while(cluster: ServerProcess) -> None:
+    status, body = control(cluster, "POST", "/brokers/2/delay", {"delay_ms": 400, "seconds": 3})
+    assert status == 200 and body == {"broker": 2, "delay_ms": 400, "seconds": 3.0}
+    assert _answered_in(cluster, 2) >= 0.4
+    assert control(cluster, "GET", "/brokers")[1]["brokers"][1]["delay_ms"] == 400
+    wait_until(lambda: _answered_in(cluster, 2) < 0.4, 10, message="the delay to end")
+    assert control(cluster, "GET", "/brokers")[1]["brokers"][1]["delay_ms"] == 0
+
+
+def test_a_broker_drops_its_connections_and_keeps_listening(cluster: ServerProcess) -> None:
+    client, other = wire(cluster, 2), wire(cluster, 1)
+    status, body = control(cluster, "POST", "/brokers/2/disconnect")
+    assert status == 200 and body["disconnected"]
+    assert client.is_closed(5)
+    assert not other.is_closed(0.2)  # only broker 2's
+    client.close()
+    other.close()
+    assert _answered_in(cluster, 2) < 5  # a new connection is served
+
+
+def _commit(server: ServerProcess, group: str, topic: str) -> None:
+    commit = kio_class("offset_commit", 9, "request", "OffsetCommitRequest")
+    commit_topic = kio_class("offset_commit", 9, "request", "OffsetCommitRequestTopic")
+    commit_partition = kio_class("offset_commit", 9, "request", "OffsetCommitRequestPartition")
+    with wire(server, find_coordinator(server, 1, group)) as client:
+        answer = client.request(protocol.make(
+            commit, group_id=group, generation_id_or_member_epoch=-1, member_id="",
+            group_instance_id=None, topics=(protocol.make(commit_topic, name=topic, partitions=(
+                protocol.make(commit_partition, partition_index=0, committed_offset=0,
+                              committed_leader_epoch=-1, committed_metadata=""),)),)))
+    assert answer.topics[0].partitions[0].error_code == ErrorCode.none
+
+
+def test_each_broker_lists_the_groups_it_coordinates(cluster: ServerProcess) -> None:
+    topic = new_topic(cluster, partitions=1, replication=1)
+    groups = {f"l-{uuid.uuid4().hex[:8]}" for _ in range(12)}
+    for group in groups:
+        _commit(cluster, group, topic)
+    listed: dict[int, set[str]] = {}
+    request = protocol.make(kio_class("list_groups", 4, "request", "ListGroupsRequest"),
+                            states_filter=())
+    for node_id in (1, 2, 3):
+        with wire(cluster, node_id) as client:
+            answer = client.request(request)
+        assert answer.error_code == ErrorCode.none
+        listed[node_id] = {g.group_id for g in answer.groups} & groups
+        assert all(find_coordinator(cluster, 1, group) == node_id
+                   for group in listed[node_id])
+    assert set().union(*listed.values()) == groups
+    assert sum(len(found) for found in listed.values()) == len(groups)  # each one once
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    found = admin.list_consumer_groups(request_timeout=10).result()
+    ids = [g.group_id for g in found.valid if g.group_id in groups]
+    assert sorted(ids) == sorted(groups)
+
+
+def test_leaders_epochs_and_ports_survive_a_kill(cluster: ServerProcess) -> None:
+    """Last in the module: it restarts the server (SIGKILL) on the same ports."""
+    topic = new_topic(cluster, partitions=2, replication=3)
+    leader, epoch = leader_of(cluster, topic, 1)
+    target = leader % 3 + 1
+    assert control(cluster, "POST", f"/partitions/{topic}/1/leader", {"broker": target})[0] == 200
+    bound = ports(cluster)
+    before = {p.partition_index: (p.leader_id, p.leader_epoch)
+              for p in metadata(cluster, topic).topics[0].partitions}
+    cluster.restart()
+    cluster.wait_loaded()
+    assert ports(cluster) == bound  # brokers 2..N too (cluster.listeners pinned)
+    assert {p.partition_index: (p.leader_id, p.leader_epoch)
+            for p in metadata(cluster, topic).topics[0].partitions} == before
+    assert before[1] == (target, epoch + 1)
+    with wire(cluster, target) as client:  # the kept epoch is fenced on and stamped
+        assert client.request(produce(topic, 1)).responses[0].partition_responses[0] \
+            .error_code == ErrorCode.none
+        topic_id = metadata(cluster, topic).topics[0].topic_id
+        fetched = client.request(fetch(topic_id, epoch + 1, index=1)).responses[0].partitions[0]
+        assert fetched.error_code == ErrorCode.none
+        assert int.from_bytes(bytes(fetched.records)[12:16], "big") == epoch + 1
