@@ -5,10 +5,14 @@ from __future__ import annotations
 import asyncio
 import signal
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from coordinator.background.executor import BackgroundExecutor
+from coordinator.cluster import BrokerNode, Cluster, Endpoint
+from coordinator.cluster import state_file as cluster_state
+from coordinator.config.cluster import BrokerSpec, broker_specs
 from coordinator.groups import metrics_view, timeline_records
 from coordinator.groups.common.offload import ExecutorOffloader
 from coordinator.groups.consumer import env as consumer_env
@@ -38,7 +42,7 @@ from .apis import build_registry, write_txn_markers
 from .config import ServerConfig
 from .config.server_config import check_control_listener
 from .control.faults import FaultInjector
-from .dispatch import Dispatcher
+from .dispatch import BrokerDispatcher, Dispatcher
 from .observability import collector as observability
 from .observability import timeline
 from .runtime import CoordinatorRuntime
@@ -160,12 +164,74 @@ class App:
         self.dispatcher = Dispatcher(self.broker, self.registry, self.faults)
         self.servers: list[KafkaServer] = []
         listeners = config.listeners
+        # cluster.brokers > 1: the brokers, each with its dispatcher and listeners
+        self.broker_specs: dict[int, BrokerSpec] = {}
+        self.dispatchers: dict[int, Dispatcher] = {}
+        self.broker_servers: dict[int, list[KafkaServer]] = {}
+        if config["cluster.brokers"] > 1:
+            self._build_cluster()
         # TLS contexts, SASL users and limits are read now, so a bad one stops the start
         self.listener_security = [listener_security(config, listener, self.scram_credentials)
                                   for listener in listeners]
         self.quotas = ConnectionQuotas.from_config(config, [item.name for item in listeners])
         self._stopped = asyncio.Event()
         self._background: list[asyncio.Task[None]] = []
+
+    def _build_cluster(self) -> None:
+        config = self.config
+        specs = broker_specs(config)
+        self.broker_specs = {spec.node_id: spec for spec in specs}
+        nodes = [BrokerNode(specs[0].node_id, specs[0].rack, self.broker.endpoints)]
+        nodes += [BrokerNode(spec.node_id, spec.rack,
+                             {ad.name: Endpoint(ad.host or "127.0.0.1", ad.port)
+                              for ad in spec.advertised}) for spec in specs[1:]]
+        cluster = Cluster(nodes, config["offsets.topic.num.partitions"],
+                          config["offsets.topic.replication.factor"])
+        cluster_state.load(config.log_dir, cluster)
+        self.broker.cluster = cluster
+        self.dispatchers = {spec.node_id: BrokerDispatcher(self.broker, self.registry,
+                                                           self.faults, spec.node_id)
+                            for spec in specs}
+        self.dispatcher = self.dispatchers[specs[0].node_id]
+
+    async def listen(self, node_id: int) -> list[KafkaServer]:
+        """Start broker ``node_id``'s listeners (cluster.brokers > 1); the ports they bound
+        are what it advertises where it advertises port 0, and what it binds again after a
+        stop."""
+        spec = self.broker_specs[node_id]
+        node = self.broker.cluster.broker(node_id) if self.broker.cluster else None
+        servers = []
+        for security, listener in zip(self.listener_security, spec.listeners, strict=True):
+            server = KafkaServer(
+                self.dispatchers[node_id], listener, self.config["socket.request.max.bytes"],
+                self.config["connections.max.idle.ms"], security, self.quotas,
+                self.config["connection.failed.authentication.delay.ms"],
+                self.config.for_listener(listener.name, "sasl.server.max.receive.size"))
+            port = await server.start()
+            servers.append(server)
+            if listener.port == 0:  # bound again on the same port after a stop
+                spec = self.broker_specs[node_id] = replace(spec, listeners=tuple(
+                    replace(item, port=port) if item.name == listener.name else item
+                    for item in spec.listeners))
+            advertised = node.endpoints.get(listener.name) if node else None
+            if advertised is not None and advertised.port == 0:
+                advertised.port = port
+            log.info("listening", listener=listener.name, host=listener.host, port=port,
+                     security_protocol=listener.security_protocol, node_id=node_id,
+                     sasl_mechanisms=security.sasl_mechanisms or None,
+                     advertised_host=advertised.host if advertised else None,
+                     advertised_port=advertised.port if advertised else None)
+        self.broker_servers[node_id] = servers
+        if node_id == self.broker.node_id:
+            self.servers[:] = servers
+        return servers
+
+    async def unlisten(self, node_id: int) -> None:
+        """Close broker ``node_id``'s listeners and drop its connections."""
+        for server in self.broker_servers.pop(node_id, []):
+            await server.stop()
+            if server in self.servers:
+                self.servers.remove(server)
 
     async def start(self) -> None:
         await self.runtime.start()  # the partitions load in the background from here
@@ -175,6 +241,11 @@ class App:
             self.config[f"group.{kind}.assignor.offload.enable"]
             for kind in ("consumer", "share", "streams")), wait=False)
         self.topic_logs.start()
+        if self.broker.cluster is not None:  # batches (markers too) carry the kept epochs
+            for (topic, index), state in self.broker.cluster.partitions.items():
+                plog = self.topic_logs.get(topic, index)
+                if plog is not None:
+                    plog.leader_epoch = state.leader_epoch
         # aborts timed-out transactions, completes those a restart left in doubt
         self._background.append(asyncio.create_task(write_txn_markers.of(self.broker).run()))
         # client telemetry: stale clients' series leave /metrics
@@ -187,7 +258,9 @@ class App:
         if self.config["log.cleaner.enable"]:
             self._background.append(asyncio.create_task(self.compactor.run()))
         await self._seed_scram_credentials()
-        for security in self.listener_security:
+        for node_id in self.broker_specs:
+            await self.listen(node_id)
+        for security in self.listener_security if not self.broker_specs else ():
             listener = security.listener
             server = KafkaServer(
                 self.dispatcher, listener, self.config["socket.request.max.bytes"],
@@ -242,6 +315,8 @@ class App:
             await asyncio.to_thread(self.control_server.stop)
         for server in self.servers:
             await server.stop()
+        for node_id in list(self.broker_servers):
+            await self.unlisten(node_id)
         for task in self._background:
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)

@@ -15,11 +15,22 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import time
 from collections.abc import Awaitable
 from typing import Any
 
 from coordinator.apis.api_versions import unsupported_version_frame
-from coordinator.control.faults import CLOSE, DELAY, FREEZE, PATCH, FaultInjector, Injection
+from coordinator.cluster import routing
+from coordinator.control.faults import (
+    CLOSE,
+    DELAY,
+    FREEZE,
+    PATCH,
+    FaultInjector,
+    Injection,
+    group_ids,
+)
+from coordinator.control.responses import error_body
 from coordinator.metadata.broker import Broker
 from coordinator.observability.logs import get_logger
 from protocol import (
@@ -234,6 +245,54 @@ class Dispatcher:
         if api_key == 18:
             return unsupported_version_frame(self.registry, correlation_id)
         raise CloseConnection(f"unsupported {api_name(api_key)} version {api_version}")
+
+
+class BrokerDispatcher(Dispatcher):
+    """The dispatcher of one broker of ``cluster.brokers`` > 1: its requests carry its node id
+    (``RequestContext.node_id``), a group's or transactional id's request it does not
+    coordinate is answered NOT_COORDINATOR (COORDINATOR_LOAD_IN_PROGRESS while it loads the
+    partition: ``coordinator/cluster/routing.py``), and its answers are delayed while the
+    control endpoint delays the broker. With one broker the plain ``Dispatcher`` runs: none
+    of this costs anything there."""
+
+    def __init__(self, broker: Broker, registry: ApiRegistry, faults: FaultInjector | None,
+                 node_id: int) -> None:
+        super().__init__(broker, registry, faults)
+        assert broker.cluster is not None
+        self.cluster = broker.cluster
+        self.node_id = node_id
+        self.node = broker.cluster.broker(node_id)
+
+    def _handle(self, spec: ApiSpec, ctx: RequestContext, body: Any) -> bytes | Awaitable[bytes]:
+        ctx.node_id = self.node_id
+        refused = self._refused(ctx, body)
+        answer = self._encode(ctx, refused) if refused is not None \
+            else super()._handle(spec, ctx, body)
+        delay = self.node.delay(time.monotonic())
+        return _delayed(answer, delay) if delay > 0 else answer
+
+    def _inject(self, injection: Injection, spec: ApiSpec, ctx: RequestContext,
+                body: Any) -> bytes | Awaitable[bytes]:
+        ctx.node_id = self.node_id
+        return super()._inject(injection, spec, ctx, body)
+
+    def _refused(self, ctx: RequestContext, body: Any) -> Any:
+        api_key = ctx.header.api_key
+        if api_key in routing.GROUP_APIS:
+            keys: Any = group_ids(api_key, body)
+        elif api_key in routing.TRANSACTION_APIS:
+            keys = routing.transactional_ids(body)
+        else:
+            return None
+        if not keys:
+            return None
+        runtime = self.broker.runtime
+        error = routing.coordinator_error(self.cluster, self.node_id,
+                                          {runtime.partition_for(key) for key in keys},
+                                          time.monotonic(), api_key)
+        if error is None:
+            return None
+        return error_body(ctx.schema.response_type, body, error)
 
 
 async def _downgraded(legacy: LegacyApi, version: int, request: Any,

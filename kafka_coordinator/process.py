@@ -4,7 +4,9 @@
 directory of its own, on free ports (the Kafka listener, the HTTP control endpoint and the
 metrics exporter bind port 0 and the server logs what it bound), and returns once the server
 accepts clients. ``restart()`` is a crash: SIGKILL, then the same data and the same ports, so
-clients reconnect as they would to a broker that came back.
+clients reconnect as they would to a broker that came back. ``Coordinator.start(brokers=3)``
+is a cluster of three brokers in the one process (``cluster.brokers``), each on a port of its
+own, driven through ``brokers`` (``kafka_coordinator.brokers``).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from coordinator.testing.server_process import ServerProcess
 
 if TYPE_CHECKING:
+    from .brokers import Brokers
     from .clients import ClientMetrics
     from .control import ControlClient
     from .faults import Faults
@@ -58,7 +61,10 @@ class Coordinator:
 
     def __init__(self, data_dir: str | Path | None = None,
                  config: Mapping[str, object] | None = None,
-                 profile: str = DEFAULT_PROFILE, log_level: str = "INFO") -> None:
+                 profile: str = DEFAULT_PROFILE, log_level: str = "INFO",
+                 brokers: int = 1) -> None:
+        if int(brokers) < 1:
+            raise CoordinatorError(f"brokers must be 1 or more, not {brokers}")
         owned = None
         if data_dir is None:
             owned = Path(tempfile.mkdtemp(prefix="kafka-coordinator-"))
@@ -67,6 +73,7 @@ class Coordinator:
         self.profile = profile
         # no fixed port whatever the profile, unless the config asks for one
         self.config = {"metrics.listener": "http://127.0.0.1:0",
+                       **({"cluster.brokers": str(int(brokers))} if int(brokers) > 1 else {}),
                        **{key: config_value(value) for key, value in (config or {}).items()}}
         self._server = ServerProcess(self.data_dir, self.config,
                                      extra_args=["--log-level", log_level], profile=profile)
@@ -75,14 +82,15 @@ class Coordinator:
     @classmethod
     def start(cls, data_dir: str | Path | None = None, config: Mapping[str, object] | None = None,
               profile: str = DEFAULT_PROFILE, timeout: float = START_TIMEOUT_S,
-              log_level: str = "INFO") -> Coordinator:
+              log_level: str = "INFO", brokers: int = 1) -> Coordinator:
         """Start a server and return when it accepts clients.
 
         ``data_dir``: where it keeps its store (a temporary directory, removed with the handle,
         if None); ``config``: any server config by Kafka's name, after the profile's values
         (``{"group.consumer.session.timeout.ms": 2000}``); ``profile``: ``test`` (test timings,
-        control endpoint on) or ``serve`` (Kafka's defaults)."""
-        coordinator = cls(data_dir, config, profile, log_level)
+        control endpoint on) or ``serve`` (Kafka's defaults); ``brokers``: how many brokers the
+        server presents (``cluster.brokers``; node ids 1..N, each on a free port)."""
+        coordinator = cls(data_dir, config, profile, log_level, brokers)
         coordinator._run(coordinator._server.start, timeout)
         return coordinator
 
@@ -98,8 +106,20 @@ class Coordinator:
     # --- where it is -------------------------------------------------------------------------
     @property
     def bootstrap_servers(self) -> str:
-        """``host:port`` of its Kafka listener, for any client's ``bootstrap.servers``."""
-        return self._server.bootstrap
+        """``host:port`` of its Kafka listener, for any client's ``bootstrap.servers``; with
+        several brokers, every broker's, comma-separated (a client finds the cluster through
+        any broker that is running)."""
+        return self._server.bootstrap_servers
+
+    @property
+    def broker_count(self) -> int:
+        """How many brokers it presents (``cluster.brokers``)."""
+        return int(self.config.get("cluster.brokers") or 1)
+
+    @property
+    def broker_ports(self) -> dict[int, int]:
+        """Each broker's Kafka port, by node id."""
+        return self._server.broker_ports()
 
     @property
     def port(self) -> int:
@@ -140,6 +160,24 @@ class Coordinator:
         return Faults(self.control)
 
     @cached_property
+    def brokers(self) -> Brokers:
+        """Its brokers (``kafka_coordinator.brokers``): ``list()``, ``stop(id)``,
+        ``start(id)``, ``delay(id, delay_ms, seconds)``, ``move_coordinator(group, id)``,
+        ``move_leader(topic, partition, id)``."""
+        from .brokers import Brokers
+
+        return Brokers(self.control)
+
+    def move_coordinator(self, group: str, broker: int,
+                         load_ms: float | None = None) -> dict[str, Any]:
+        """Move ``group``'s coordinator to ``broker`` (``Brokers.move_coordinator``)."""
+        return self.brokers.move_coordinator(group, broker, load_ms)
+
+    def move_leader(self, topic: str, partition: int, broker: int) -> dict[str, Any]:
+        """Make ``broker`` the leader of ``topic``'s ``partition`` (``Brokers.move_leader``)."""
+        return self.brokers.move_leader(topic, partition, broker)
+
+    @cached_property
     def clients(self) -> ClientMetrics:
         """What the clients pushed (KIP-714 telemetry, ``kafka_coordinator.clients``)."""
         from .clients import ClientMetrics
@@ -176,7 +214,7 @@ class Coordinator:
 
     def restart(self, timeout: float = START_TIMEOUT_S) -> Coordinator:
         """Crash and come back: SIGKILL, then start again with the same data on the same ports
-        (the Kafka listener, the control endpoint, the metrics exporter)."""
+        (every broker's Kafka listener, the control endpoint, the metrics exporter)."""
         self._run(self._server.restart, timeout)
         return self
 

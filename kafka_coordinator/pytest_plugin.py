@@ -2,14 +2,15 @@
 point: installing the package is enough.
 
 - ``kafka_coordinator``: a server of its own for each test (its data under ``tmp_path``);
-  configure it with ``@pytest.mark.kafka_coordinator(config={...}, profile="test")`` on the
-  test, class or module, or with ``indirect`` parametrization
+  configure it with ``@pytest.mark.kafka_coordinator(config={...}, profile="test",
+  brokers=3)`` on the test, class or module, or with ``indirect`` parametrization
   (``@pytest.mark.parametrize("kafka_coordinator", [{"config": {...}}], indirect=True)``);
-  the parameter's config comes after the marker's.
+  the parameter's config comes after the marker's. ``brokers``: a cluster of that many brokers
+  (``cluster.brokers``; default 1).
 - ``bootstrap_servers``: that server's ``host:port``.
 - ``kafka_coordinator_session``: one server for the whole session, configured by overriding
   the ``kafka_coordinator_session_options`` fixture in a conftest.py
-  (``{"config": {...}, "profile": "test"}``).
+  (``{"config": {...}, "profile": "test", "brokers": 1}``).
 
 When a test that used one fails, the server's log is added to the report; for a server of the
 test's own, the log and the rebalance timeline page of each group it saw are also saved as files
@@ -28,7 +29,7 @@ from . import report as saved
 from .process import DEFAULT_PROFILE, Coordinator
 
 MARKER = "kafka_coordinator"
-_OPTIONS = frozenset({"config", "profile"})
+_OPTIONS = frozenset({"config", "profile", "brokers"})
 _LOG_LINES = 200
 _STARTED = pytest.StashKey[list[Coordinator]]()
 
@@ -36,8 +37,8 @@ _STARTED = pytest.StashKey[list[Coordinator]]()
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        f"{MARKER}(config=None, profile='{DEFAULT_PROFILE}'): the Kafka configs (and the "
-        "profile) of the test's kafka_coordinator server")
+        f"{MARKER}(config=None, profile='{DEFAULT_PROFILE}', brokers=1): the Kafka configs, "
+        "the profile and the number of brokers of the test's kafka_coordinator server")
 
 
 def _checked(options: Mapping[str, Any], where: str) -> dict[str, Any]:
@@ -45,6 +46,10 @@ def _checked(options: Mapping[str, Any], where: str) -> dict[str, Any]:
     if unknown:
         raise pytest.UsageError(f"{where}: unknown option(s) {sorted(unknown)}; expected "
                                 f"{sorted(_OPTIONS)}")
+    brokers = options.get("brokers", 1)
+    if isinstance(brokers, bool) or not isinstance(brokers, int) or brokers < 1:
+        raise pytest.UsageError(f"{where}: brokers must be a whole number, 1 or more, "
+                                f"not {brokers!r}")
     return dict(options)
 
 
@@ -52,12 +57,13 @@ def options_for(request: pytest.FixtureRequest) -> dict[str, Any]:
     """The server's options for this test: the closest marker, then the indirect parameter."""
     config: dict[str, Any] = {}
     profile = DEFAULT_PROFILE
+    brokers = 1
     sources: list[tuple[Mapping[str, Any], str]] = []
     marker = request.node.get_closest_marker(MARKER)
     if marker is not None:
         if marker.args:
             raise pytest.UsageError(f"@pytest.mark.{MARKER} takes keyword arguments only: "
-                                    "config={...}, profile=...")
+                                    "config={...}, profile=..., brokers=...")
         sources.append((marker.kwargs, f"@pytest.mark.{MARKER}"))
     param = getattr(request, "param", None)
     if param is not None:
@@ -69,7 +75,8 @@ def options_for(request: pytest.FixtureRequest) -> dict[str, Any]:
         checked = _checked(options, where)
         config.update(checked.get("config") or {})
         profile = checked.get("profile", profile)
-    return {"config": config, "profile": profile}
+        brokers = checked.get("brokers", brokers)
+    return {"config": config, "profile": profile, "brokers": brokers}
 
 
 def _started(request: pytest.FixtureRequest, coordinator: Coordinator) -> None:
@@ -96,7 +103,7 @@ def bootstrap_servers(kafka_coordinator: Coordinator) -> str:
 @pytest.fixture(scope="session")
 def kafka_coordinator_session_options() -> dict[str, Any]:
     """Override in a conftest.py to configure ``kafka_coordinator_session``:
-    ``{"config": {...}, "profile": "test"}``."""
+    ``{"config": {...}, "profile": "test", "brokers": 1}``."""
     return {}
 
 
@@ -108,7 +115,8 @@ def kafka_coordinator_session(
     options = _checked(kafka_coordinator_session_options, "kafka_coordinator_session_options")
     data_dir = tmp_path_factory.mktemp("kafka-coordinator-session") / "data"
     with Coordinator.start(data_dir=data_dir, config=options.get("config") or {},
-                           profile=options.get("profile", DEFAULT_PROFILE)) as coordinator:
+                           profile=options.get("profile", DEFAULT_PROFILE),
+                           brokers=options.get("brokers", 1)) as coordinator:
         yield coordinator
 
 

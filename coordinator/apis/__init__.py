@@ -49,6 +49,7 @@ from . import (
     offset_commit,
     offset_delete,
     offset_fetch,
+    offset_for_leader_epoch,
     produce,
     push_telemetry,
     sasl_authenticate,
@@ -94,6 +95,7 @@ def build_registry(legacy_versions: bool = True, client_assignors: bool = False)
     registry.register(ApiKey.PRODUCE, 3, 11, produce.handle)
     registry.register(ApiKey.FETCH, 4, 16, fetch.handle)
     registry.register(ApiKey.LIST_OFFSETS, 1, 9, list_offsets.handle)
+    registry.register(ApiKey.OFFSET_FOR_LEADER_EPOCH, 2, 4, offset_for_leader_epoch.handle)
     registry.register(ApiKey.INIT_PRODUCER_ID, 0, 5, init_producer_id.handle)
     registry.register(ApiKey.ADD_PARTITIONS_TO_TXN, 0, 3, add_partitions_to_txn.handle)
     registry.register(ApiKey.ADD_OFFSETS_TO_TXN, 0, 4, add_offsets_to_txn.handle)

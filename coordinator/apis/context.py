@@ -38,16 +38,29 @@ class RequestContext:
     legacy: Mapping[str, Any] | None = None
     """What a request of a version Kafka 4.0 removed carries that the version it is served as
     cannot (``protocol/legacy.py``: OffsetCommit v1's ``commit_timestamps``); None otherwise."""
+    node_id: int | None = None
+    """The broker of ``cluster.brokers`` > 1 the request reached (None: the only broker)."""
 
     @property
     def version(self) -> int:
         return self.header.api_version
 
     @property
+    def node(self) -> int:
+        """The node id of the broker the request reached."""
+        return self.broker.node_id if self.node_id is None else self.node_id
+
+    @property
     def endpoint(self) -> Endpoint:
         """This node's host and port as advertised on the request's listener (Kafka answers
         Metadata and FindCoordinator with the endpoints of the listener the client used)."""
+        if self.node_id is not None:
+            return self.broker.endpoint_of(self.node_id, self.listener)
         return self.broker.endpoint_for(self.listener)
+
+    def endpoint_of(self, node_id: int) -> Endpoint:
+        """What broker ``node_id`` advertises on the request's listener."""
+        return self.broker.endpoint_of(node_id, self.listener)
 
     @property
     def client_address(self) -> str:

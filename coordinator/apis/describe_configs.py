@@ -59,9 +59,9 @@ def _broker_configs(ctx: RequestContext, request: Any, resource: Any) -> list[An
     broker = ctx.broker
     if resource.resource_name == "":
         return []  # no dynamic cluster-wide defaults are set on this node
-    if resource.resource_name != str(broker.node_id):
+    if resource.resource_name != str(ctx.node):
         raise ResourceError(ErrorCode.invalid_request,
-                            f"Unexpected broker id, expected {broker.node_id} or empty string, "
+                            f"Unexpected broker id, expected {ctx.node} or empty string, "
                             f"but received {resource.resource_name}")
     config = broker.config
     entries = []

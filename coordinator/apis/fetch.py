@@ -20,6 +20,7 @@ from coordinator.topiclog import PartitionLog, TopicLogs
 from coordinator.topiclog.internal import InternalPartitionLog
 from protocol import ErrorCode
 
+from . import leadership
 from .context import RequestContext
 
 INVALID_SESSION_ID = 0
@@ -39,6 +40,8 @@ class Wanted:
     partition_max_bytes: int
     plog: PartitionLog | InternalPartitionLog | None
     error: ErrorCode
+    name: str | None = None
+    """The topic's name, when its leadership was refused (``cluster.brokers`` > 1)."""
 
 
 def _readable(ctx: RequestContext, request: Any) -> set[str] | None:
@@ -59,6 +62,7 @@ def _resolve(ctx: RequestContext, logs: TopicLogs, request: Any,
     """Each requested partition; a topic not in ``readable`` (when given) gets
     TOPIC_AUTHORIZATION_FAILED (after UNKNOWN_TOPIC_ID for an unknown id, as Kafka)."""
     by_id = ctx.version >= 13
+    cluster = ctx.broker.cluster
     wanted: list[Wanted] = []
     for fetch_topic in request.topics:
         if by_id:
@@ -79,6 +83,13 @@ def _resolve(ctx: RequestContext, logs: TopicLogs, request: Any,
                 error = missing
             elif plog is None:
                 error = ErrorCode.unknown_topic_or_partition
+            elif cluster is not None and not topic.is_internal and (
+                    refused := leadership.refusal(ctx, topic.name, p.partition,
+                                                  getattr(p, "current_leader_epoch", -1))
+            ) is not None:
+                wanted.append(Wanted(key, p.partition, p.fetch_offset, p.partition_max_bytes,
+                                     None, refused, topic.name))
+                continue
             elif not plog.log_start_offset <= p.fetch_offset <= plog.log_end_offset:
                 error = ErrorCode.offset_out_of_range
             else:
@@ -152,21 +163,30 @@ def _aborted(ctx: RequestContext, w: Wanted, data: bytes, committed: bool) -> An
 def _response(ctx: RequestContext, wanted: list[Wanted], records: list[bytes],
               committed: bool = False) -> Any:
     topics: list[tuple[Any, list[Any]]] = []
+    leaders: list[int] = []  # of the partitions refused for their leadership (KIP-951)
     for w, data in zip(wanted, records, strict=True):
         if not topics or topics[-1][0] != w.topic_key:
             topics.append((w.topic_key, []))
         plog = w.plog
         hw = plog.high_watermark if plog is not None else -1
+        fields: dict[str, Any] = {}
+        if w.name is not None:
+            fields["current_leader"] = leader = leadership.current_leader(ctx, w.name, w.index)
+            leaders.append(leader.leader_id)
         topics[-1][1].append(ctx.nested(
             "PartitionData", partition_index=w.index, error_code=w.error, high_watermark=hw,
             last_stable_offset=plog.last_stable_offset if plog is not None else -1,
             log_start_offset=plog.log_start_offset if plog else -1,
             aborted_transactions=_aborted(ctx, w, data, committed), preferred_read_replica=-1,
-            records=data))
+            records=data, **fields))
     key = "topic_id" if ctx.version >= 13 else "topic"
     responses = tuple(
         ctx.nested("FetchableTopicResponse", **{key: topic_key}, partitions=tuple(parts))
         for topic_key, parts in topics)
+    if leaders:
+        return ctx.respond(error_code=ErrorCode.none, session_id=INVALID_SESSION_ID,
+                           responses=responses,
+                           node_endpoints=leadership.node_endpoints(ctx, leaders))
     return ctx.respond(error_code=ErrorCode.none, session_id=INVALID_SESSION_ID,
                        responses=responses)
 

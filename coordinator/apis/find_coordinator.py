@@ -1,5 +1,6 @@
 """FindCoordinator v0-v6: this node coordinates every group and every transactional id (and
-batched keys from v4)."""
+batched keys from v4); with ``cluster.brokers`` > 1, the leader of the key's coordinator
+partition does."""
 
 from __future__ import annotations
 
@@ -38,21 +39,34 @@ def _locate(ctx: RequestContext, key: str, key_type: int) -> tuple[ErrorCode, st
     return ErrorCode.invalid_request, f"Unknown coordinator key type {key_type}"
 
 
+def _coordinator(ctx: RequestContext, key: str, key_type: int) -> tuple[int, str, int]:
+    """(node, host, port) of the key's coordinator: this node, or with ``cluster.brokers`` > 1
+    the leader of the key's coordinator partition (a share-partition key's: its group's)."""
+    cluster = ctx.broker.cluster
+    if cluster is None:
+        return ctx.broker.node_id, ctx.endpoint.host, ctx.endpoint.port
+    if key_type == SHARE:
+        key = key.rsplit(":", 2)[0]
+    node = cluster.coordinator(ctx.broker.runtime.partition_for(key)).leader
+    endpoint = ctx.endpoint_of(node)
+    return node, endpoint.host, endpoint.port
+
+
 def handle(ctx: RequestContext, request: Any) -> Any:
-    broker = ctx.broker
-    node, host, port = broker.node_id, ctx.endpoint.host, ctx.endpoint.port
     key_type = getattr(request, "key_type", GROUP)
     if ctx.version >= 4:
         coordinators = []
         for key in request.coordinator_keys:
             error, message = _locate(ctx, key, key_type)
             found = error is ErrorCode.none
+            node, host, port = _coordinator(ctx, key, key_type) if found else (-1, "", -1)
             coordinators.append(ctx.nested(
-                "Coordinator", key=key, node_id=node if found else -1, host=host if found else "",
-                port=port if found else -1, error_code=error, error_message=message))
+                "Coordinator", key=key, node_id=node, host=host, port=port, error_code=error,
+                error_message=message))
         return ctx.respond(coordinators=tuple(coordinators))
     error, message = _locate(ctx, request.key, key_type)
     if error is not ErrorCode.none:
         return ctx.respond(error_code=error, error_message=message, node_id=-1, host="", port=-1)
+    node, host, port = _coordinator(ctx, request.key, key_type)
     return ctx.respond(error_code=ErrorCode.none, error_message=None, node_id=node, host=host,
                        port=port)

@@ -33,7 +33,8 @@ def _names(ctx: RequestContext, resource_type: int) -> list[str]:
             if partition.shard is not None:
                 groups.update(partition.shard.groups)
         return sorted(groups)
-    return [str(ctx.broker.node_id)]
+    cluster = ctx.broker.cluster
+    return [str(node) for node in (cluster.ids if cluster is not None else [ctx.broker.node_id])]
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:

@@ -9,6 +9,7 @@ from coordinator.runtime import CoordinatorError, PartitionState
 from coordinator.security.acl import AclOperation, ResourceType
 from protocol import ErrorCode
 
+from . import leadership
 from .context import RequestContext
 
 
@@ -18,7 +19,10 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     types = {t.lower() for t in getattr(request, "types_filter", ()) or ()}
     listed: list[admin.ListedGroup] = []
     error = ErrorCode.none
-    for index in range(runtime.num_partitions):
+    led, loading = leadership.coordinator_partitions(ctx, runtime.num_partitions)
+    if loading:
+        error = ErrorCode.coordinator_load_in_progress
+    for index in led:
         if runtime.state(index) is not PartitionState.ACTIVE:
             if runtime.state(index) is PartitionState.LOADING:
                 error = ErrorCode.coordinator_load_in_progress

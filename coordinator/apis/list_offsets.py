@@ -12,6 +12,7 @@ from coordinator.topiclog.internal import InternalPartitionLog
 from coordinator.topiclog.partition import LEADER_EPOCH
 from protocol import ErrorCode
 
+from . import leadership
 from .context import RequestContext
 
 LATEST = -1
@@ -39,6 +40,7 @@ def _lookup(plog: PartitionLog | InternalPartitionLog, target: int, committed: b
 
 def handle(ctx: RequestContext, request: Any) -> Any:
     logs = topiclog.of(ctx.broker)
+    cluster = ctx.broker.cluster
     topics = []
     describable = ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC,
                                  (t.name for t in request.topics))
@@ -59,6 +61,14 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                     error_code=ErrorCode.unknown_topic_or_partition, timestamp=NO_TIMESTAMP,
                     offset=-1, leader_epoch=-1))
                 continue
+            refused = leadership.refusal(ctx, wanted.name, p.partition_index,
+                                         getattr(p, "current_leader_epoch", -1)) \
+                if cluster is not None and topic is not None and not topic.is_internal else None
+            if refused is not None:
+                partitions.append(ctx.nested(
+                    "ListOffsetsPartitionResponse", partition_index=p.partition_index,
+                    error_code=refused, timestamp=NO_TIMESTAMP, offset=-1, leader_epoch=-1))
+                continue
             if p.timestamp == MAX_TIMESTAMP and ctx.version < 7:
                 timestamp, offset = NO_TIMESTAMP, -1
                 code = ErrorCode.unsupported_version
@@ -69,7 +79,9 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             partitions.append(ctx.nested(
                 "ListOffsetsPartitionResponse", partition_index=p.partition_index,
                 error_code=code, timestamp=timestamp, offset=offset,
-                leader_epoch=LEADER_EPOCH if offset >= 0 else -1))
+                leader_epoch=(LEADER_EPOCH if cluster is None else
+                              cluster.partition(wanted.name, p.partition_index).leader_epoch)
+                if offset >= 0 else -1))
         topics.append(ctx.nested("ListOffsetsTopicResponse", name=wanted.name,
                                  partitions=tuple(partitions)))
     return ctx.respond(topics=tuple(topics))

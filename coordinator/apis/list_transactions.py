@@ -11,6 +11,7 @@ from coordinator.runtime import CoordinatorError, PartitionState
 from coordinator.security.acl import AclOperation, ResourceType
 from protocol import ErrorCode
 
+from . import leadership
 from .context import RequestContext
 
 _STATES = {state.kafka_name for state in transaction.TransactionState}
@@ -26,7 +27,10 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     found: list[transaction.TransactionMetadata] = []
     error = ErrorCode.none
     if not unknown or wanted - set(unknown):
-        for index in range(runtime.num_partitions):
+        led, loading = leadership.coordinator_partitions(ctx, runtime.num_partitions)
+        if loading:
+            error = ErrorCode.coordinator_load_in_progress
+        for index in led:
             if runtime.state(index) is PartitionState.LOADING:
                 error = ErrorCode.coordinator_load_in_progress
                 continue

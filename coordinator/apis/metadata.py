@@ -1,4 +1,6 @@
-"""Metadata: this node is the only broker and leads every partition.
+"""Metadata: this node is the only broker and leads every partition; with ``cluster.brokers``
+> 1, the running brokers and each partition's leader, epoch, replicas and ISR as the cluster
+has them (``coordinator/cluster/``).
 
 With an authorizer, as Kafka: topics the principal may not DESCRIBE are left out of "all
 topics" and answered TOPIC_AUTHORIZATION_FAILED when asked for (whether they exist or not);
@@ -11,6 +13,7 @@ import uuid
 from collections.abc import Awaitable
 from typing import Any
 
+from coordinator.cluster import Cluster
 from coordinator.metadata.image import TopicImage
 from coordinator.metadata.topic_admin import TopicError, create_topic
 from coordinator.metadata.topic_names import (
@@ -28,14 +31,33 @@ _NO_ID = uuid.UUID(int=0)
 LEADER_EPOCH = 0
 
 
+def _cluster_partitions(ctx: RequestContext, cluster: Cluster, topic: TopicImage
+                        ) -> tuple[Any, ...]:
+    """Each partition as the cluster has it: its leader, leader epoch, replicas, the running
+    ones as the ISR and the stopped ones as offline."""
+    out = []
+    running = cluster.running
+    for index in range(topic.partitions):
+        state: Any = cluster.internal_partition(index) if topic.is_internal \
+            else cluster.partition(topic.name, index)
+        replicas = state.replicas
+        out.append(ctx.nested(
+            "MetadataResponsePartition", error_code=ErrorCode.none, partition_index=index,
+            leader_id=state.leader, leader_epoch=state.leader_epoch, replica_nodes=replicas,
+            isr_nodes=tuple(n for n in replicas if running(n)),
+            offline_replicas=tuple(n for n in replicas if not running(n))))
+    return tuple(out)
+
+
 def _topic_entry(ctx: RequestContext, topic: TopicImage, include_ops: bool) -> Any:
     node = ctx.broker.node_id
+    cluster = ctx.broker.cluster
     partitions = tuple(
         ctx.nested("MetadataResponsePartition", error_code=ErrorCode.none, partition_index=index,
                    leader_id=node, leader_epoch=LEADER_EPOCH, replica_nodes=(node,),
                    isr_nodes=(node,), offline_replicas=())
         for index in range(topic.partitions)
-    )
+    ) if cluster is None else _cluster_partitions(ctx, cluster, topic)
     return ctx.nested(
         "MetadataResponseTopic", error_code=ErrorCode.none, name=topic.name,
         topic_id=topic.topic_id, is_internal=topic.is_internal, partitions=partitions,
@@ -163,6 +185,13 @@ def _answer(ctx: RequestContext, request: Any, errors: dict[str, ErrorCode]) -> 
     node = broker.node_id
     brokers = (ctx.nested("MetadataResponseBroker", node_id=node, host=ctx.endpoint.host,
                           port=ctx.endpoint.port, rack=broker.rack),)
+    cluster = broker.cluster
+    if cluster is not None:  # the running brokers, as Kafka lists the unfenced ones
+        node = cluster.controller_id
+        brokers = tuple(
+            ctx.nested("MetadataResponseBroker", node_id=n, host=endpoint.host,
+                       port=endpoint.port, rack=cluster.brokers[n].rack)
+            for n in cluster.running_ids() for endpoint in (ctx.endpoint_of(n),))
     cluster_ops = AUTHORIZED_OPERATIONS_OMITTED
     if getattr(request, "include_cluster_authorized_operations", False):  # v8-v10
         cluster_ops = ctx.authorized_operations(ResourceType.CLUSTER, CLUSTER_NAME) \

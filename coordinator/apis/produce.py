@@ -17,7 +17,7 @@ from coordinator.topiclog.batch import HEADER_SIZE, read_header
 from coordinator.transaction import TransactionMetadata, TransactionState
 from protocol import ErrorCode
 
-from . import txn_common
+from . import leadership, txn_common
 from .context import RequestContext
 
 IN_SYNC_REPLICAS = 1  # this node is every partition's only replica
@@ -31,13 +31,15 @@ def _append_time(ms: int) -> datetime.datetime | None:
 
 
 def _partition(ctx: RequestContext, index: int, code: ErrorCode,
-               result: AppendResult | None = None, message: str | None = None) -> Any:
+               result: AppendResult | None = None, message: str | None = None,
+               current_leader: Any = None) -> Any:
+    fields = {} if current_leader is None else {"current_leader": current_leader}
     return ctx.nested(
         "PartitionProduceResponse", index=index, error_code=code,
         base_offset=result.base_offset if result else -1,
         log_append_time=_append_time(result.log_append_time_ms if result else -1),
         log_start_offset=result.log_start_offset if result else -1,
-        record_errors=(), error_message=message)
+        record_errors=(), error_message=message, **fields)
 
 
 def _transactional_error(txn: TransactionMetadata | ErrorCode | None, topic: str,
@@ -76,6 +78,8 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     appended = False
     writable = ctx.authorized(AclOperation.WRITE, ResourceType.TOPIC,
                               (t.name for t in request.topic_data))
+    cluster = ctx.broker.cluster
+    leaders: list[int] = []  # of the partitions answered NOT_LEADER_OR_FOLLOWER (KIP-951)
     for topic_data in request.topic_data:
         name = topic_data.name
         topic = ctx.broker.image.topic(name)
@@ -97,6 +101,18 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             if topic is None or plog is None:
                 partitions.append(_partition(ctx, index, ErrorCode.unknown_topic_or_partition))
                 continue
+            in_sync = IN_SYNC_REPLICAS
+            if cluster is not None:
+                refused = leadership.refusal(ctx, name, index)
+                state = cluster.partition(name, index)
+                if refused is not None:
+                    leaders.append(state.leader)
+                    partitions.append(_partition(
+                        ctx, index, refused, current_leader=leadership.current_leader(
+                            ctx, name, index)))
+                    continue
+                plog.leader_epoch = state.leader_epoch
+                in_sync = len(state.isr(cluster.running))
             records = bytes(data.records or b"")
             if txn_id is None and len(records) >= HEADER_SIZE \
                     and read_header(records).is_transactional:
@@ -111,13 +127,13 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 partitions.append(_partition(ctx, index, error))
                 continue
             config = logs.log_config(topic)
-            if acks == -1 and config.min_insync_replicas > IN_SYNC_REPLICAS:
+            if acks == -1 and config.min_insync_replicas > in_sync:
                 partitions.append(_partition(
                     ctx, index, ErrorCode.not_enough_replicas,
-                    message=f"The size of the current ISR : {IN_SYNC_REPLICAS} is insufficient "
+                    message=f"The size of the current ISR : {in_sync} is insufficient "
                     f"to satisfy the min.isr requirement of {config.min_insync_replicas} for "
                     f"partition {name}-{index}, live replica(s) broker.id are : "
-                    f"Set({ctx.broker.node_id})"))
+                    f"Set({ctx.node})"))
                 continue
             try:
                 result = plog.append(records, config, logs.now_ms(),
@@ -151,4 +167,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         return None
     topics = tuple(ctx.nested("TopicProduceResponse", name=name, partition_responses=tuple(p))
                    for name, p in answers)
+    if leaders:
+        return ctx.respond(responses=topics,
+                           node_endpoints=leadership.node_endpoints(ctx, leaders))
     return ctx.respond(responses=topics)

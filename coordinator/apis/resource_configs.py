@@ -88,9 +88,9 @@ def alter_broker(ctx: RequestContext, resource_name: str, names: list[str]) -> O
         except ValueError:
             return (ErrorCode.invalid_request,
                     f"Node id must be an integer, but it is: {resource_name}")
-        if node != ctx.broker.node_id:
+        if node != ctx.node:
             return (ErrorCode.invalid_request,
-                    f"Unexpected broker id, expected {ctx.broker.node_id}, but received "
+                    f"Unexpected broker id, expected {ctx.node}, but received "
                     f"{resource_name}")
     if len(set(names)) != len(names):
         return ErrorCode.invalid_request, "Error due to duplicate config keys"

@@ -38,6 +38,7 @@ from coordinator.runtime import CoordinatorError
 from coordinator.security.acl import AclOperation, ResourceType
 from protocol import ErrorCode
 
+from . import leadership
 from .context import RequestContext
 
 _ONE_MS = datetime.timedelta(milliseconds=1)
@@ -130,6 +131,28 @@ def _unreadable(ctx: RequestContext, wanted: FetchRequest
     return replace(wanted, partitions=kept), refused
 
 
+def _not_led(ctx: RequestContext, wanted: FetchRequest
+             ) -> tuple[FetchRequest, list[PartitionResult]]:
+    """With ``cluster.brokers`` > 1: the request without the partitions this broker does not
+    lead, and those answered NOT_LEADER_OR_FOLLOWER (a share consumer fetches from each
+    partition's leader, as a consumer does)."""
+    if ctx.broker.cluster is None:
+        return wanted, []
+    image = ctx.broker.image
+    kept, refused = [], []
+    for p in wanted.partitions:
+        topic = image.topic_by_id(p.topic_id)
+        error = leadership.refusal(ctx, topic.name, p.partition) if topic is not None else None
+        if error is None:
+            kept.append(p)
+        else:
+            assert topic is not None
+            refused.append(PartitionResult(p.topic_id, p.partition, topic.name, error))
+    if not refused:
+        return wanted, []
+    return replace(wanted, partitions=tuple(kept)), refused
+
+
 async def handle_fetch(ctx: RequestContext, request: Any) -> Any:
     problem = _invalid(request)
     if problem is not None:
@@ -138,6 +161,8 @@ async def handle_fetch(ctx: RequestContext, request: Any) -> Any:
         return _fetch_error(ctx, ErrorCode.group_authorization_failed, None)
     env: ShareGroupEnv = env_for(ctx.broker)
     wanted, refused = _unreadable(ctx, _request(request, True))
+    wanted, not_led = _not_led(ctx, wanted)
+    refused += not_led
     runtime = ctx.broker.runtime
     index = runtime.partition_for(wanted.group_id)
     deadline = time.monotonic() + max(0.0, request.max_wait / _ONE_MS / 1000.0)
@@ -177,7 +202,9 @@ def _merge(result: FetchResult, more: FetchResult) -> None:
             known.acquired = known.acquired + p.acquired
 
 
-def _leader(ctx: RequestContext) -> Any:
+def _leader(ctx: RequestContext, p: PartitionResult) -> Any:
+    if ctx.broker.cluster is not None and p.topic_name is not None:
+        return leadership.current_leader(ctx, p.topic_name, p.partition)
     return ctx.nested("LeaderIdAndEpoch", leader_id=ctx.broker.node_id, leader_epoch=0)
 
 
@@ -203,7 +230,7 @@ def _partition_data(ctx: RequestContext, env: ShareGroupEnv, p: PartitionResult)
         "PartitionData", partition_index=p.partition, error_code=p.error,
         error_message=p.error_message,
         acknowledge_error_code=p.ack_error if p.ack_error is not None else ErrorCode.none,
-        acknowledge_error_message=None, current_leader=_leader(ctx), records=records,
+        acknowledge_error_message=None, current_leader=_leader(ctx, p), records=records,
         acquired_records=tuple(
             ctx.nested("AcquiredRecords", first_offset=r.first_offset,
                        last_offset=r.last_offset, delivery_count=r.delivery_count)
@@ -224,6 +251,8 @@ async def handle_acknowledge(ctx: RequestContext, request: Any) -> Any:
         return _acknowledge_error(ctx, ErrorCode.group_authorization_failed, None)
     env: ShareGroupEnv = env_for(ctx.broker)
     wanted, refused = _unreadable(ctx, _request(request, False))
+    wanted, not_led = _not_led(ctx, wanted)
+    refused += not_led
     runtime = ctx.broker.runtime
     try:
         result: FetchResult = await runtime.write(
@@ -238,7 +267,7 @@ async def handle_acknowledge(ctx: RequestContext, request: Any) -> Any:
         error = p.error if p.error is not ErrorCode.none else (p.ack_error or ErrorCode.none)
         topics.setdefault(p.topic_id, []).append(ctx.nested(
             "PartitionData", partition_index=p.partition, error_code=error, error_message=None,
-            current_leader=_leader(ctx)))
+            current_leader=_leader(ctx, p)))
     return ctx.respond(
         error_code=ErrorCode.none, error_message=None,
         responses=tuple(ctx.nested("ShareAcknowledgeTopicResponse", topic_id=topic_id,

@@ -84,6 +84,19 @@ BROKER_CONFIGS: tuple[ConfigDef, ...] = (
               importance=Importance.HIGH),
     ConfigDef("advertised.listeners", LIST, None,
               "Listeners to publish to clients if different from the listeners config."),
+    ConfigDef("cluster.brokers", INT, 1,
+              "How many brokers this process presents (node ids node.id, node.id+1, ...): "
+              "partition leaders, replicas and group coordinators spread over them, and they "
+              "can be stopped, started and moved between from the control endpoint. 1 (the "
+              "default) is a single broker leading everything.", at_least=1, at_most=64),
+    ConfigDef("cluster.listeners", LIST, None,
+              "The listeners of brokers 2..N, one entry per broker (or per broker 1..N, the "
+              "first being listeners); an entry is NAME://host:port, several joined by '|'. "
+              "Unset: each of broker 1's listeners on a free port."),
+    ConfigDef("cluster.advertised.listeners", LIST, None,
+              "What brokers 2..N advertise, as cluster.listeners; unset: what they listen on."),
+    ConfigDef("cluster.racks", LIST, None,
+              "The rack of each broker 1..N (broker.rack for each), an empty entry for none."),
     ConfigDef("legacy.request.versions.enable", BOOL, True,
               "Serve the request versions Kafka 3.9 served and Kafka 4.0 removed (KIP-896: "
               "Produce v0-2, Fetch v0-3, ListOffsets v0, OffsetCommit v0-1, OffsetFetch v0, "

@@ -8,6 +8,7 @@ from dataclasses import replace
 from typing import Any
 from urllib.parse import urlsplit
 
+from .cluster import broker_specs
 from .definitions import BROKER_CONFIGS_BY_NAME
 from .listeners import Listener, parse_listener, resolve_advertised, resolve_listeners
 from .model import ConfigDef, ConfigError
@@ -114,6 +115,8 @@ class ServerConfig:
         if not self.listeners:
             raise ConfigError("listeners", "", "At least one listener is required")
         self.advertised_listeners  # noqa: B018  # raises ConfigError on a bad one
+        if self["cluster.brokers"] > 1:
+            broker_specs(self)  # raises ConfigError on a bad per-broker listener or rack
         if self["max.connections.per.ip"] == 0 and not self["max.connections.per.ip.overrides"]:
             raise ConfigError("max.connections.per.ip", 0,
                               "max.connections.per.ip can be set to zero only if "

@@ -10,6 +10,15 @@
 | ``GET /groups/<group>/held`` | a consumer group's held partitions (deferred resolution) |
 | ``GET /timeline?group=G`` | the rebalance timeline (``coordinator.observability.timeline``) |
 | ``GET /clients[?group=G]`` | clients pushing telemetry, their latest metrics (``telemetry``) |
+| ``GET /brokers`` | each broker: id, state, listener, rack, what it leads (``brokers.py``) |
+| ``POST /brokers/<id>/stop``, ``start`` | stop a broker (its leaderships move), start it |
+| ``POST /brokers/<id>/delay`` | ``{"delay_ms": n, "seconds": s}``: its answers late |
+| ``POST /brokers/<id>/disconnect`` | drop every connection of the broker |
+| ``POST /groups/<group>/coordinator`` | ``{"broker": id, "load_ms": n}``: move it |
+| ``POST /partitions/<topic>/<p>/leader`` | ``{"broker": id}``: move the leader |
+
+The ``/brokers``, ``/coordinator`` and ``/leader`` routes need ``cluster.brokers`` > 1 (400
+otherwise, and for an unknown broker or stopping the last running one).
 
 The web pages (``GET /``, ``GET /groups/<group>/timeline.html``, ...) are ``pages.py``'s routes,
 which the HTTP server adds after these.
@@ -33,7 +42,7 @@ from typing import Any
 from coordinator import telemetry
 from coordinator.observability.logs import get_logger
 
-from . import rebalance
+from . import brokers, rebalance
 from .faults import FREEZE, FaultInjector, FaultRule, FaultSpecError
 
 log = get_logger("coordinator.control")
@@ -174,6 +183,115 @@ def clients(control: Control, request: Request) -> Answer:
     return control.on_loop(read)
 
 
+# --- the cluster (cluster.brokers > 1: ``brokers.py``) ------------------------------------------
+def _on_cluster(control: Control, work: Callable[[Any], Awaitable[Answer]]) -> Answer:
+    """``work(cluster)`` on the event loop; a refused move is a 400."""
+    async def run() -> Answer:
+        try:
+            return await work(brokers.cluster_of(control.app))
+        except brokers.ClusterRequestError as exc:
+            raise BadRequest(str(exc)) from None
+
+    return control.on_loop(run)
+
+
+def _body(request: Request) -> dict[str, Any]:
+    """The JSON object of the body (an empty body is ``{}``)."""
+    if not request.body.strip():
+        return {}
+    body = request.json()
+    if not isinstance(body, dict):
+        raise BadRequest("the body must be a JSON object")
+    return body
+
+
+def _milliseconds(body: Mapping[str, Any], name: str, default: float = 0) -> float:
+    value = body.get(name, default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        raise BadRequest(f"{name} must be a number >= 0, not {value!r}")
+    return value
+
+
+def _broker_in(body: Mapping[str, Any]) -> Any:
+    if "broker" not in body:
+        raise BadRequest('expected {"broker": <broker id>}')
+    return body["broker"]
+
+
+def list_brokers(control: Control, request: Request) -> Answer:
+    async def work(cluster: Any) -> Answer:
+        return 200, {"brokers": brokers.describe(control.app, cluster),
+                     "controller": cluster.controller_id}
+
+    return _on_cluster(control, work)
+
+
+def stop_broker(control: Control, request: Request) -> Answer:
+    load_ms = _milliseconds(_body(request), "load_ms")
+
+    async def work(cluster: Any) -> Answer:
+        return await brokers.stop_broker(control.app, brokers.node_of(cluster, request.params[0]),
+                                         int(load_ms))
+
+    return _on_cluster(control, work)
+
+
+def start_broker(control: Control, request: Request) -> Answer:
+    async def work(cluster: Any) -> Answer:
+        return await brokers.start_broker(control.app,
+                                          brokers.node_of(cluster, request.params[0]))
+
+    return _on_cluster(control, work)
+
+
+def disconnect_broker(control: Control, request: Request) -> Answer:
+    async def work(cluster: Any) -> Answer:
+        return await brokers.disconnect_broker(control.app,
+                                               brokers.node_of(cluster, request.params[0]))
+
+    return _on_cluster(control, work)
+
+
+def delay_broker(control: Control, request: Request) -> Answer:
+    body = _body(request)
+    if "delay_ms" not in body:
+        raise BadRequest('expected {"delay_ms": n, "seconds": s}')
+    delay_ms = _milliseconds(body, "delay_ms")
+    seconds = _milliseconds(body, "seconds", 3600.0)
+
+    async def work(cluster: Any) -> Answer:
+        return await brokers.delay_broker(control.app,
+                                          brokers.node_of(cluster, request.params[0]),
+                                          int(delay_ms), float(seconds))
+
+    return _on_cluster(control, work)
+
+
+def move_coordinator(control: Control, request: Request) -> Answer:
+    body = _body(request)
+    target = _broker_in(body)
+    load_ms = _milliseconds(body, "load_ms")
+
+    async def work(cluster: Any) -> Answer:
+        return await brokers.move_coordinator(control.app, request.params[0],
+                                              brokers.node_of(cluster, target), int(load_ms))
+
+    return _on_cluster(control, work)
+
+
+def move_leader(control: Control, request: Request) -> Answer:
+    target = _broker_in(_body(request))
+    topic, index = request.params
+    if not index.isdigit():
+        raise BadRequest(f"partition must be a partition index, not {index!r}")
+
+    async def work(cluster: Any) -> Answer:
+        return await brokers.move_leader(control.app, topic, int(index),
+                                         brokers.node_of(cluster, target))
+
+    return _on_cluster(control, work)
+
+
 Handler = Callable[[Control, Request], Answer]
 
 ROUTES: tuple[tuple[str, re.Pattern[str], Handler], ...] = (
@@ -186,6 +304,13 @@ ROUTES: tuple[tuple[str, re.Pattern[str], Handler], ...] = (
     ("GET", re.compile(r"/groups/([^/]+)/held"), held),
     ("GET", re.compile(r"/timeline"), timeline),
     ("GET", re.compile(r"/clients"), clients),
+    ("GET", re.compile(r"/brokers"), list_brokers),
+    ("POST", re.compile(r"/brokers/([^/]+)/stop"), stop_broker),
+    ("POST", re.compile(r"/brokers/([^/]+)/start"), start_broker),
+    ("POST", re.compile(r"/brokers/([^/]+)/delay"), delay_broker),
+    ("POST", re.compile(r"/brokers/([^/]+)/disconnect"), disconnect_broker),
+    ("POST", re.compile(r"/groups/([^/]+)/coordinator"), move_coordinator),
+    ("POST", re.compile(r"/partitions/([^/]+)/([^/]+)/leader"), move_leader),
 )
 
 

@@ -252,6 +252,14 @@ class _Deriver:
         elif name == timeline.FENCED:
             self.emit(ts, None, "member-fenced", member=fields["member"], reason="epoch",
                       received_epoch=fields["received_epoch"], known_epoch=fields["known_epoch"])
+        elif name == timeline.COORDINATOR_MOVED:
+            self.emit(ts, None, "coordinator-moved", **{"from": fields["from"], "to": fields["to"],
+                      "leader_epoch": fields["leader_epoch"], "reason": fields["reason"]})
+        elif name == timeline.PARTITION_LEADER_MOVED:
+            self.emit(ts, None, "partition-leader-moved", topic=fields["topic"],
+                      partition=fields["partition"], **{"from": fields["from"],
+                      "to": fields["to"], "leader_epoch": fields["leader_epoch"],
+                      "reason": fields["reason"]})
         elif name == timeline.REBALANCE:
             if self.group is None:
                 self.group = _Group(CLASSIC)

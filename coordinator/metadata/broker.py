@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from coordinator.cluster.model import Cluster, Endpoint
 from coordinator.config import ServerConfig
 from coordinator.runtime import CoordinatorRuntime
 from coordinator.runtime.clock import Clock, SystemClock
@@ -14,16 +13,14 @@ from .image import MetadataImage
 from .internal_topics import InternalTopics
 from .log import MetadataLog
 
-
-@dataclass(slots=True)
-class Endpoint:
-    host: str
-    port: int
+__all__ = ["Broker", "Endpoint"]
 
 
 class Broker:
-    """The single node of this cluster: it is the leader of every partition and every group's
-    coordinator."""
+    """This node. With ``cluster.brokers`` 1 it is the only broker: the leader of every
+    partition and every group's coordinator. With more, ``cluster`` says who leads what (the
+    brokers share this object: a request's ``RequestContext.node_id`` says which broker it
+    reached)."""
 
     def __init__(self, config: ServerConfig, cluster_id: str, image: MetadataImage,
                  metadata_log: MetadataLog, runtime: CoordinatorRuntime,
@@ -53,6 +50,8 @@ class Broker:
                                               config["offsets.topic.num.partitions"],
                                               config["offsets.topic.segment.bytes"])
         """Kafka's internal topics, created on first use."""
+        self.cluster: Cluster | None = None
+        """The brokers and their leaders with ``cluster.brokers`` > 1 (None: this node alone)."""
 
     def bound_to(self, port: int, listener: str | None = None) -> None:
         """Called once a listener is bound: port 0 in the config means "the one we got"."""
@@ -63,3 +62,12 @@ class Broker:
     def endpoint_for(self, listener: str) -> Endpoint:
         """The endpoint advertised to a client connected on ``listener``."""
         return self.endpoints.get(listener, self.endpoint)
+
+    def endpoint_of(self, node_id: int, listener: str) -> Endpoint:
+        """The endpoint broker ``node_id`` advertises to a client connected on ``listener``."""
+        cluster = self.cluster
+        if cluster is None or node_id == self.node_id:
+            return self.endpoint_for(listener)
+        endpoints = cluster.broker(node_id).endpoints
+        found = endpoints.get(listener)
+        return found if found is not None else next(iter(endpoints.values()))

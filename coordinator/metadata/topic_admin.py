@@ -9,6 +9,8 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from coordinator.cluster import Cluster, ClusterError
+from coordinator.cluster import state_file as cluster_state
 from coordinator.config import ConfigError
 from coordinator.config.definitions import TOPIC_CONFIGS_BY_NAME
 from coordinator.observability.logs import get_logger
@@ -41,6 +43,13 @@ def _check_replication(broker: Broker, replication_factor: int) -> int:
         raise TopicError(ErrorCode.invalid_replication_factor,
                          "Replication factor must be larger than 0, or -1 to use the default "
                          "value.")
+    cluster = broker.cluster
+    if cluster is not None:
+        try:
+            cluster.check_replication(replication_factor)
+        except ClusterError as exc:
+            raise TopicError(ErrorCode.invalid_replication_factor, str(exc)) from None
+        return replication_factor
     if replication_factor > 1:
         raise TopicError(
             ErrorCode.invalid_replication_factor,
@@ -64,7 +73,8 @@ def _check_assignments(broker: Broker, assignments: Sequence[tuple[int, Sequence
         if len(set(replicas)) != len(replicas):
             raise TopicError(ErrorCode.invalid_replica_assignment,
                              "The manual partition assignment includes duplicate replicas.")
-        unknown = [r for r in replicas if r != broker.node_id]
+        known = broker.cluster.brokers if broker.cluster is not None else (broker.node_id,)
+        unknown = [r for r in replicas if r not in known]
         if unknown:
             raise TopicError(ErrorCode.invalid_replica_assignment,
                              "The manual partition assignment includes broker "
@@ -138,8 +148,28 @@ async def create_topic(
     planned = TopicImage(name, uuid.uuid4(), partitions, stored)
     await _persist(broker, planned, deleted=False)
     topic = broker.image.create_topic(name, partitions, stored, planned.topic_id)
+    if broker.cluster is not None:
+        _place(broker, broker.cluster, name, replication, assignments)
     log.info("topic created", topic=name, topic_id=str(topic.topic_id), partitions=partitions)
     return topic, partitions, replication, stored
+
+
+def _place(broker: Broker, cluster: Cluster, name: str, replication: int,
+           assignments: Sequence[tuple[int, Sequence[int]]] = ()) -> None:
+    """A new topic's replicas in the cluster (its replication factor, or the manual
+    assignment), kept across restarts."""
+    cluster.forget_topic(name)
+    cluster.set_replication(name, replication)
+    for index, replicas in assignments:
+        cluster.assign(name, index, tuple(replicas))
+    _save_cluster(broker, cluster, name)
+
+
+def _save_cluster(broker: Broker, cluster: Cluster, topic: str) -> None:
+    try:
+        cluster_state.save(broker.config.log_dir, cluster)
+    except OSError as exc:
+        log.warning("cluster state not saved", topic=topic, error=str(exc))
 
 
 async def _persist(broker: Broker, topic: TopicImage, deleted: bool) -> None:
@@ -191,6 +221,9 @@ async def delete_topic(broker: Broker, name: str) -> TopicImage:
                          "This server does not host this topic-partition.")
     await _persist(broker, topic, deleted=True)
     log.info("topic deleted", topic=name, topic_id=str(topic.topic_id))
+    if broker.cluster is not None:
+        broker.cluster.forget_topic(name)
+        _save_cluster(broker, broker.cluster, name)
     return broker.image.delete_topic(name)
 
 

@@ -172,6 +172,11 @@ class Observability:
             "transactions-completed-total", "Transactions completed (markers written), by result",
             ("result",))
         r.collector(self.transactions_completed.measure)
+        self.cluster_moves = LabelledCount(
+            "cluster-moves-total", "Leadership moves between the brokers of cluster.brokers > 1 "
+            "(kind: partition-leader, coordinator; reason: moved, broker-stopped) and broker "
+            "stops and starts (kind: broker-stopped, broker-started)", ("kind", "reason"))
+        r.collector(self.cluster_moves.measure)
         # registered before the histograms: a scrape takes the snapshot (which feeds the
         # background histograms) before it reads them
         r.collector(self._measure_state)

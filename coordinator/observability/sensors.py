@@ -61,6 +61,8 @@ class Sensors(Protocol):
     def faults_injected(self) -> _CountByLabels: ...
     @property
     def transactions_completed(self) -> _CountByLabels: ...
+    @property
+    def cluster_moves(self) -> _CountByLabels: ...
 
 
 _attached: Sensors | None = None
@@ -87,6 +89,13 @@ def record_transaction_completed(result: str) -> None:
     """A transaction's markers were written and it completed (``result``: commit, abort)."""
     if _attached is not None:
         _attached.transactions_completed.record(result)
+
+
+def record_cluster_move(kind: str, reason: str) -> None:
+    """A leader or coordinator moved between brokers, or a broker stopped or started
+    (``cluster.brokers`` > 1, the control endpoint's ``/brokers`` and moves)."""
+    if _attached is not None:
+        _attached.cluster_moves.record(kind, reason)
 
 
 def record_fault_injected(kind: str, api: str) -> None:

@@ -74,6 +74,12 @@ REBALANCE = "rebalance"
 ROUND = "round"
 """A target under incremental resolution (seed 004, Design III): ``epoch``, ``moved``,
 ``deferred`` (moves left for later rounds)."""
+PARTITION_LEADER_MOVED = "partition-leader-moved"
+"""A partition the group has committed offsets of got a new leader: ``topic``, ``partition``,
+``from``, ``to``, ``leader_epoch``, ``reason``."""
+COORDINATOR_MOVED = "coordinator-moved"
+"""The group's coordinator partition got a new leader (``cluster.brokers`` > 1): ``from``,
+``to`` (node ids), ``leader_epoch``, ``reason``."""
 
 # why a member was removed (the ``reason`` of REMOVED)
 LEFT = "left"
@@ -194,6 +200,10 @@ class TimelineStore:
         ring.entries.append((_now_ms() if timestamp is None else timestamp, -1, name, fields))
         if len(ring.entries) > self.max_entries:
             self._evict(ring)
+
+    def groups_on(self, partition: int) -> set[str]:
+        """The groups of coordinator partition ``partition`` with a timeline."""
+        return set(self._by_partition.get(partition, ()))
 
     def _ring(self, group_id: str, partition: int) -> _Ring:
         ring = self._rings[group_id] = _Ring(partition)
@@ -343,6 +353,34 @@ def note_rebalance(group_id: str, generation: int, reason: str,
     if store is not None:
         store.annotate(group_id, REBALANCE, {"generation": generation, "reason": reason},
                        timestamp)
+
+
+def note_coordinator_moved(partition: int, from_node: int, to_node: int, leader_epoch: int,
+                           reason: str) -> int:
+    """Coordinator partition ``partition`` moved from broker ``from_node`` to ``to_node``: a
+    ``coordinator-moved`` event in the timeline of each of its groups; how many."""
+    store = _attached
+    if store is None:
+        return 0
+    groups = sorted(store.groups_on(partition))
+    fields = {"from": from_node, "to": to_node, "leader_epoch": leader_epoch, "reason": reason}
+    for group_id in groups:
+        store.annotate(group_id, COORDINATOR_MOVED, dict(fields))
+    return len(groups)
+
+
+def note_partition_leader_moved(groups: Iterable[str], topic: str, partition: int,
+                                from_node: int, to_node: int, leader_epoch: int,
+                                reason: str) -> None:
+    """A data partition's leader moved: a ``partition-leader-moved`` event in the timeline of
+    each of ``groups`` (those it touches)."""
+    store = _attached
+    if store is None:
+        return
+    fields = {"topic": topic, "partition": partition, "from": from_node, "to": to_node,
+              "leader_epoch": leader_epoch, "reason": reason}
+    for group_id in groups:
+        store.annotate(group_id, PARTITION_LEADER_MOVED, dict(fields))
 
 
 # --- the control endpoint ----------------------------------------------------------------------

@@ -11,6 +11,13 @@ until every consumer has had a commit acknowledged again (``resume``); then the 
 offsets are read back and compared with the commits acknowledged before the kill.
 At the end the load stops, the server is killed once more, and every acknowledged commit and
 record is looked for. One JSON line; the exit code is 1 when anything acknowledged was lost.
+
+With ``--brokers N`` (N > 1) the server is a cluster of N brokers (``cluster.brokers``), the
+topic is replicated to min(N, 3) of them, the clients bootstrap from every broker, and the kill
+is one fault among others (``soak/cluster_faults.py``): a broker stopped or started again, a
+broker's connections dropped, a group's coordinator or a partition's leader moved, through the
+control endpoint. After every
+fault the same two times are taken and the acknowledged commits are read back.
 """
 
 from __future__ import annotations
@@ -22,14 +29,17 @@ import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from coordinator.bench.procfs import status_kb
 from coordinator.testing import ServerProcess
+from coordinator.testing.brokers import Brokers
+from coordinator.testing.control_client import ControlError
 
-from . import clients, readback
+from . import clients, cluster_faults, readback
 from .journal import CommitKey, Journal, lost_commits, percentile, record_losses
 
 TOPIC = "chaos"
@@ -52,6 +62,7 @@ class Settings:
     rate: float = 200.0
     commit_interval_s: float = 0.5
     data_dir: Path | None = None
+    brokers: int = 1
 
 
 @dataclass
@@ -63,6 +74,9 @@ class Outcome:
     unresumed: int = 0
     lost_commits_after_kills: int = 0
     max_rss_kb: int = 0
+    faults: Counter[str] = field(default_factory=Counter)
+    refused: Counter[str] = field(default_factory=Counter)
+    resume_by_fault: dict[str, list[float]] = field(default_factory=dict)
 
 
 def server_peak_rss_kb(server: ServerProcess) -> int:
@@ -79,7 +93,8 @@ class Soak:
     def __init__(self, settings: Settings, data_dir: Path) -> None:
         self.settings = settings
         self.rng = random.Random(settings.seed)
-        self.server = ServerProcess(data_dir, profile="test")
+        cluster = {"cluster.brokers": str(settings.brokers)} if settings.brokers > 1 else None
+        self.server = ServerProcess(data_dir, cluster, profile="test")
         self.journal = Journal()
         self.errors = clients.Errors()
         self.progress = clients.Progress()
@@ -96,8 +111,13 @@ class Soak:
         thread.start()
         self.threads.append(thread)
 
+    @property
+    def bootstrap(self) -> str:
+        """Every broker, so a client finds the cluster through any that is running."""
+        return self.server.bootstrap_servers
+
     def start_load(self) -> None:
-        s, bootstrap = self.settings, self.server.bootstrap
+        s, bootstrap = self.settings, self.bootstrap
         self._thread("producer", clients.produce, bootstrap, TOPIC, s.rate, self.journal,
                      self.errors, self.stop, f"seed{s.seed}")
         for group, protocol in ((CONSUMER_GROUP, "consumer"), (CLASSIC_GROUP, "classic")):
@@ -149,11 +169,52 @@ class Soak:
         killed_at = time.monotonic()
         self.server.restart()
         self.outcome.kills += 1
-        self.admin = readback.admin_client(self.server.bootstrap)
+        self.admin = readback.admin_client(self.bootstrap)
         return killed_at, acked
 
+    def brokers(self) -> Brokers:
+        url = self.server.control_url
+        assert url is not None, "the test profile has the control endpoint on"
+        return Brokers(url)
+
+    def cluster_fault(self) -> tuple[str, float, dict[CommitKey, int]]:
+        """One fault of the cluster mode's schedule, applied: its kind, when it happened
+        (monotonic) and the commits acknowledged before it."""
+        brokers = self.brokers()
+        states = {int(entry["id"]): entry.get("state") for entry in brokers.list()}
+        fault = cluster_faults.next_fault(
+            self.rng, [b for b, state in states.items() if state == "running"],
+            [b for b, state in states.items() if state != "running"],
+            [CONSUMER_GROUP, CLASSIC_GROUP, CHURN_GROUP], self.settings.partitions)
+        if fault.kind == cluster_faults.KILL:
+            return (cluster_faults.KILL, *self.kill_and_restart())
+        acked = self.journal.commits_snapshot()
+        at = time.monotonic()
+        assert fault.broker is not None
+        try:
+            if fault.kind == cluster_faults.STOP:
+                brokers.stop(fault.broker)
+            elif fault.kind == cluster_faults.START:
+                brokers.start(fault.broker)
+            elif fault.kind == cluster_faults.DISCONNECT:
+                brokers.disconnect(fault.broker)
+            elif fault.kind == cluster_faults.COORDINATOR:
+                assert fault.group is not None
+                brokers.move_coordinator(fault.group, fault.broker)
+            else:
+                assert fault.partition is not None
+                brokers.move_leader(TOPIC, fault.partition, fault.broker)
+        except ControlError as exc:
+            self.outcome.refused[fault.kind] += 1
+            print(f"soak chaos: {fault.describe()} refused: {exc}", file=sys.stderr)
+        else:
+            self.outcome.faults[fault.kind] += 1
+        # a new admin client: librdkafka's keeps a group's coordinator after NOT_COORDINATOR
+        self.admin = readback.admin_client(self.bootstrap)
+        return fault.kind, at, acked
+
     def check_commits(self, acked: dict[CommitKey, int]) -> int:
-        """Commits acknowledged before a kill that read back older now."""
+        """Commits acknowledged before a fault that read back older now."""
         committed = readback.committed_offsets(
             self.admin, [CONSUMER_GROUP, CLASSIC_GROUP, CHURN_GROUP], TOPIC,
             self.settings.partitions)
@@ -161,8 +222,9 @@ class Soak:
         if lost:
             older = sorted((key, offset, committed.get(key)) for key, offset in acked.items()
                            if committed.get(key, -1) < offset)
-            print(f"soak chaos: after kill {self.outcome.kills}: {lost} acknowledged commits "
-                  f"read back older (key, acknowledged, read back): {older}", file=sys.stderr)
+            print(f"soak chaos: after fault {sum(self.outcome.faults.values())} (kill "
+                  f"{self.outcome.kills}): {lost} acknowledged commits read back older (key, "
+                  f"acknowledged, read back): {older}", file=sys.stderr)
         return lost
 
     def record_convergence(self, stable_s: float | None, resumed_s: float | None) -> None:
@@ -180,9 +242,17 @@ class Soak:
         s = self.settings
         while time.monotonic() < deadline:
             next_kill = time.monotonic() + self.rng.uniform(s.min_interval_s, s.max_interval_s)
-            killed_at, acked = self.kill_and_restart()
-            self.record_convergence(*self.wait_converged(
-                killed_at, min(next_kill, killed_at + CONVERGE_TIMEOUT_S)))
+            if s.brokers > 1:
+                kind, killed_at, acked = self.cluster_fault()
+            else:
+                kind, (killed_at, acked) = cluster_faults.KILL, self.kill_and_restart()
+            stable_s, resumed_s = self.wait_converged(
+                killed_at, min(next_kill, killed_at + CONVERGE_TIMEOUT_S))
+            self.record_convergence(stable_s, resumed_s)
+            if kind == cluster_faults.KILL:
+                self.outcome.faults[kind] += 1
+            if resumed_s is not None:
+                self.outcome.resume_by_fault.setdefault(kind, []).append(resumed_s)
             self.outcome.lost_commits_after_kills += self.check_commits(acked)
             while time.monotonic() < next_kill:
                 self.outcome.max_rss_kb = max(self.outcome.max_rss_kb,
@@ -195,10 +265,11 @@ class Soak:
         self.server.start()
         self.server.wait_loaded()
         try:
-            self.admin = readback.admin_client(self.server.bootstrap)
+            self.admin = readback.admin_client(self.bootstrap)
             from confluent_kafka.admin import NewTopic
 
-            self.admin.create_topics([NewTopic(TOPIC, s.partitions, 1)])[TOPIC].result(30)
+            replicas = min(s.brokers, 3)
+            self.admin.create_topics([NewTopic(TOPIC, s.partitions, replicas)])[TOPIC].result(30)
             self.start_load()
             started = time.monotonic()
             if None in self.wait_converged(started, started + CONVERGE_TIMEOUT_S):
@@ -227,7 +298,7 @@ class Soak:
         committed = readback.committed_offsets(
             self.admin, [CONSUMER_GROUP, CLASSIC_GROUP, CHURN_GROUP], TOPIC,
             self.settings.partitions)
-        stored = readback.read_topic(self.server.bootstrap, TOPIC, self.settings.partitions)
+        stored = readback.read_topic(self.bootstrap, TOPIC, self.settings.partitions)
         lost_records, duplicates = record_losses(self.journal.acked_values, stored)
         o = self.outcome
         p50, p99, resume50, resume99 = (percentile(samples, q) for samples in
@@ -239,12 +310,18 @@ class Soak:
             "lost_records": lost_records,
             "duplicate_records": duplicates,
             "kills": o.kills,
+            "brokers": self.settings.brokers,
+            "faults": dict(sorted(o.faults.items())),
+            "refused_faults": dict(sorted(o.refused.items())),
             "reconverge_p50_s": None if p50 is None else round(p50, 3),
             "reconverge_p99_s": None if p99 is None else round(p99, 3),
             "max_rss_mb": round(o.max_rss_kb / 1024, 1),
             "unconverged": o.unconverged,
             "resume_p50_s": None if resume50 is None else round(resume50, 3),
             "resume_p99_s": None if resume99 is None else round(resume99, 3),
+            "resume_p99_s_by_fault": {
+                kind: round(percentile(samples, 0.99) or 0.0, 3)
+                for kind, samples in sorted(o.resume_by_fault.items())},
             "unresumed": o.unresumed,
             "stored_records": sum(stored.values()),
             "churn_members_joined": self.progress.joined,
@@ -263,6 +340,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="longest time from a restart to the next kill")
     parser.add_argument("--partitions", type=int, default=6, help="partitions of the topic")
     parser.add_argument("--rate", type=float, default=200.0, help="records produced per second")
+    parser.add_argument("--brokers", type=int, default=1,
+                        help="brokers of the server (cluster.brokers); above 1, broker stops "
+                             "and starts, coordinator and leader moves join the kills")
     parser.add_argument("--data-dir", type=Path, default=None,
                         help="the server's store (default: a temporary directory)")
     parser.add_argument("--json", action="store_true", help="one JSON line (the default)")
@@ -271,9 +351,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def settings_from(args: argparse.Namespace) -> Settings:
     if not 0 < args.min_interval_s <= args.max_interval_s:
         raise SystemExit("soak chaos: need 0 < --min-interval-s <= --max-interval-s")
+    if args.brokers < 1:
+        raise SystemExit("soak chaos: need --brokers 1 or more")
     return Settings(minutes=args.minutes, seed=args.seed, min_interval_s=args.min_interval_s,
                     max_interval_s=args.max_interval_s, partitions=args.partitions,
-                    rate=args.rate, data_dir=args.data_dir)
+                    rate=args.rate, data_dir=args.data_dir, brokers=args.brokers)
 
 
 def run_soak(settings: Settings) -> dict[str, Any]:

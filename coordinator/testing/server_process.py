@@ -75,9 +75,9 @@ class ServerProcess:
                    message="the server to start")
         if self._exited():
             raise AssertionError(f"server exited with {self.proc.returncode}:\n{self.output()}")
-        listening = self.event("listening")
-        assert listening is not None, "the server started without logging its listener"
-        self.port = int(listening["port"])
+        ports = self.broker_ports()
+        assert ports, "the server started without logging its listener"
+        self.port = ports[min(ports)]
         return self
 
     def wait_loaded(self, timeout: float = 20.0) -> ServerProcess:
@@ -147,9 +147,13 @@ class ServerProcess:
         return self.start(timeout)
 
     def bound_ports(self) -> dict[str, str]:
-        """The listener configs with each port 0 replaced by the port the server bound."""
+        """The listener configs with each port 0 replaced by the port the server bound: broker
+        1's in ``listeners``, those of brokers 2..N (``cluster.brokers``) in
+        ``cluster.listeners``."""
         pinned: dict[str, str] = {}
-        bound = {str(e.get("listener")).upper(): e["port"] for e in self.events_of("listening")}
+        brokers = self._bound_listeners()
+        bound = {name: port for name, (_, port) in brokers[min(brokers)].items()} if brokers \
+            else {}
         listeners = []
         for item in self.overrides.get("listeners", "").split(","):
             name, _, address = item.strip().partition("://")
@@ -159,12 +163,33 @@ class ServerProcess:
             listeners.append(item.strip())
         if any(listeners):
             pinned["listeners"] = ",".join(listeners)
+        others = sorted(brokers)[1:]
+        if others:
+            pinned["cluster.listeners"] = ",".join(
+                "|".join(f"{name}://{host}:{port}" for name, (host, port) in
+                         brokers[node].items()) for node in others)
         for key, event in (("metrics.listener", "metrics exporter listening"),
                            ("control.listener", "control listening")):
             url = self._url(event)
             if url is not None:
                 pinned[key] = url
         return pinned
+
+    def _bound_listeners(self) -> dict[int, dict[str, tuple[str, int]]]:
+        """node id -> listener name -> (host, bound port), from the ``listening`` events."""
+        brokers: dict[int, dict[str, tuple[str, int]]] = {}
+        for event in self.events_of("listening"):
+            listeners = brokers.setdefault(_node_of(event), {})
+            listeners.setdefault(str(event.get("listener")).upper(),
+                                 (str(event.get("host") or ""), int(event["port"])))
+        return brokers
+
+    def broker_ports(self) -> dict[int, int]:
+        """Each broker's port (that of its first listener, as logged in the ``listening``
+        events since the last start), by node id; one broker (node 1) unless
+        ``cluster.brokers`` says more."""
+        return {node: next(iter(listeners.values()))[1]
+                for node, listeners in self._bound_listeners().items()}
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -173,6 +198,12 @@ class ServerProcess:
     @property
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """Every broker's ``host:port``, comma-separated, node 1 first."""
+        ports = self.broker_ports() or {1: self.port}
+        return ",".join(f"127.0.0.1:{ports[broker]}" for broker in sorted(ports))
 
     @property
     def control_url(self) -> str | None:
@@ -210,6 +241,12 @@ class ServerProcess:
     def count(self, name: str) -> int:
         with self._lock:
             return sum(1 for event in self.events if event.get("event") == name)
+
+
+def _node_of(event: Mapping[str, Any]) -> int:
+    """The broker a ``listening`` event is of (node 1 where it does not say)."""
+    node = event.get("broker", event.get("node_id"))
+    return 1 if node is None else int(node)
 
 
 _EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")

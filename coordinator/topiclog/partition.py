@@ -99,6 +99,9 @@ class PartitionLog:
         self._dir_unsynced = False  # a segment file was created whose entry is not fsynced
         self._flushing: asyncio.Future[None] | None = None
         self.closed = False
+        self.leader_epoch = LEADER_EPOCH
+        """The epoch appended batches are stamped with (the cluster's, with cluster.brokers
+        > 1: its moves and Produce set it)."""
 
     # ------------------------------------------------------------------ opening / recovery
     @classmethod
@@ -200,7 +203,7 @@ class PartitionLog:
             self.producers.check(header)
         base = self.log_end_offset
         append_time = now_ms if config.log_append_time else None
-        data = assign(records, base, LEADER_EPOCH, append_time)
+        data = assign(records, base, self.leader_epoch, append_time)
         stored = read_header(data)
         if self.active.size > 0 and self.active.size + len(data) > config.segment_bytes:
             self._roll()
@@ -231,7 +234,7 @@ class PartitionLog:
         self.producers.check_marker(producer_id, producer_epoch)
         base = self.log_end_offset
         data = assign(marker_batch(producer_id, producer_epoch, commit, coordinator_epoch,
-                                   now_ms), base, LEADER_EPOCH, None)
+                                   now_ms), base, self.leader_epoch, None)
         stored = read_header(data)
         if not self.active.file.exists:
             self._dir_unsynced = True

@@ -28,6 +28,7 @@ from kio.schema.incremental_alter_configs.v0.request import (
 import protocol
 from coordinator.apis import build_registry
 from coordinator.config import ConfigDef, ConfigError, ServerConfig
+from coordinator.config.cluster import broker_specs
 from coordinator.config.definitions import BROKER_CONFIGS_BY_NAME, TOPIC_CONFIGS_BY_NAME
 from coordinator.groups.common.group_configs import GROUP_CONFIG_NAMES
 from coordinator.groups.common.group_configs import definition as group_config
@@ -205,9 +206,19 @@ def _advertised_listeners_default_to_the_listener() -> bool:
             and config.advertised_listeners == config.listeners)
 
 
+def _cluster_brokers(**values: str) -> list[Any]:
+    return broker_specs(ServerConfig.from_sources({"cluster.brokers": "3", **values}))
+
+
 # Defaults the table gives in words: key -> (the words, a check that they are true).
 PROSE_DEFAULTS: dict[str, tuple[str, Callable[[], bool]]] = {
     "advertised.listeners": ("the listener", _advertised_listeners_default_to_the_listener),
+    "cluster.listeners": ("free ports", lambda: [
+        spec.listeners[0].port for spec in _cluster_brokers()][1:] == [0, 0]),
+    "cluster.advertised.listeners": ("what they listen on", lambda: all(
+        spec.advertised == spec.listeners for spec in _cluster_brokers())),
+    "cluster.racks": ("broker 1's broker.rack, no other", lambda: [
+        spec.rack for spec in _cluster_brokers(**{"broker.rack": "r"})] == ["r", None, None]),
 }
 
 # Backticked key-like names in the README that are not the server's configs, and why.

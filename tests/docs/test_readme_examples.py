@@ -63,6 +63,13 @@ def test_the_examples_cover_every_client_and_fault() -> None:
     assert some("restart")  # a coordinator failover
     assert some("faults.freeze_member(")
     assert some("faults.error(", '"REBALANCE_IN_PROGRESS"')
+    # a cluster's failovers (issue 35): a coordinator move and a broker loss with each client,
+    # a share consumer through a leader move
+    for client in ("from confluent_kafka import", "from kafka import", "from aiokafka import"):
+        assert some("kafka_coordinator(brokers=3)", client, "brokers.stop"), client
+    assert some("kafka_coordinator(brokers=3)", '"group.protocol": protocol',
+                "move_coordinator(")
+    assert some("kafka_coordinator(brokers=3)", "ShareConsumer", "move_leader(")
     assert any("curl " in text and "$CONTROL_URL" in text for text in shell)
     assert {name for name in SLOW} <= examples().keys()
 

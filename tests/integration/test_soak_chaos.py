@@ -1,5 +1,6 @@
 """``soak chaos``, shortened: real clients while the server is killed -9 every 1.5-2.5 s for
-15 s; nothing acknowledged is lost, and the groups come back after the kills."""
+15 s; nothing acknowledged is lost, and the groups come back after the kills. In cluster mode
+(``--brokers 3``) the same through broker stops and starts, coordinator and leader moves."""
 
 from __future__ import annotations
 
@@ -32,4 +33,26 @@ def test_a_short_chaos_soak_loses_nothing_acknowledged() -> None:
     assert converged >= 2 and result["reconverge_p99_s"] is not None, result
     assert result["churn_members_joined"] >= 1, result
     assert 0 < result["max_rss_mb"] < 1024, result
+    assert run.returncode == 0
+
+
+@pytest.mark.slow
+def test_a_short_cluster_chaos_soak_loses_nothing_acknowledged() -> None:
+    run = subprocess.run(
+        [sys.executable, "-m", "coordinator", "soak", "chaos", "--brokers", "3", "--minutes",
+         "0.25", "--min-interval-s", "1.5", "--max-interval-s", "2.5", "--seed", "11",
+         "--json"], cwd=ROOT, capture_output=True, text=True, timeout=180)
+    assert run.returncode in (0, 1), run.stderr[-4000:]
+    result = json.loads(run.stdout.strip().splitlines()[-1])
+    assert result["brokers"] == 3, result
+    faults = result["faults"]
+    assert sum(faults.values()) >= 5 and len(faults) >= 3, result  # several kinds of fault
+    assert set(result["resume_p99_s_by_fault"]) <= set(faults), result
+    assert not result["refused_faults"], (result, run.stderr[-4000:])
+    assert result["acked_commits"] > 0 and result["acked_records"] > 1000, result
+    assert result["lost_commits"] == 0, (result, run.stderr[-4000:])
+    assert result["lost_records"] == 0, (result, run.stderr[-4000:])
+    assert result["duplicate_records"] == 0, result
+    assert result["stored_records"] >= result["acked_records"], result
+    assert result["reconverge_p99_s"] is not None and result["unconverged"] <= 1, result
     assert run.returncode == 0

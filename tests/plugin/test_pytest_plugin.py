@@ -80,6 +80,15 @@ def test_an_indirect_parameter_configures_it(kafka_coordinator):
     assert partitions_of_auto_created_topic(kafka_coordinator.bootstrap_servers) == 2
 
 
+@pytest.mark.kafka_coordinator(brokers=3)
+def test_the_markers_brokers_make_a_cluster(kafka_coordinator, bootstrap_servers):
+    record(kafka_coordinator)
+    assert len(bootstrap_servers.split(",")) == 3
+    assert kafka_coordinator.brokers.running() == [1, 2, 3]
+    metadata = AdminClient({{"bootstrap.servers": bootstrap_servers}}).list_topics(timeout=10)
+    assert sorted(metadata.brokers) == [1, 2, 3]
+
+
 SESSION = []
 
 
@@ -140,13 +149,13 @@ def _gone(pid: int) -> bool:
     return status.exists() and "\nState:\tZ" in status.read_text()  # a zombie has ended
 
 
-@pytest.mark.slow  # a pytest of its own and eight servers
+@pytest.mark.slow  # a pytest of its own and nine servers
 def test_a_throwaway_project_uses_the_fixtures(pytester: pytest.Pytester) -> None:
     pids = pytester.path / "pids.txt"
     pytester.makepyfile(test_app=THROWAWAY.format(pids=str(pids)))
     assert not (pytester.path / "conftest.py").exists()
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-v", timeout=240)
-    result.assert_outcomes(passed=7, failed=1, errors=1)
+    result.assert_outcomes(passed=8, failed=1, errors=1)
     output = result.stdout.str()
     # a failed test's report carries its server's log, and says where it saved the log and
     # the timeline page of the group it touched (the events inline: the server is gone)
@@ -161,7 +170,7 @@ def test_a_throwaway_project_uses_the_fixtures(pytester: pytest.Pytester) -> Non
     assert {"member-joined", "assigned", "member-left"} <= {e["kind"] for e in events}
     assert "unknown option(s) ['confg']" in output
     started = [int(line) for line in pids.read_text().split()]
-    assert len(set(started)) == 8  # 6 function-scoped servers, a restart, 1 session server
+    assert len(set(started)) == 9  # 7 function-scoped servers, a restart, 1 session server
     assert [pid for pid in started if not _gone(pid)] == []  # none outlives the session
 
 
@@ -172,7 +181,8 @@ def test_the_plugin_is_registered_through_the_entry_point(pytester: pytest.Pytes
                     "kafka_coordinator_session_options"):
         assert f"{fixture} " in output or f"{fixture} [" in output, fixture
     markers = pytester.runpytest_subprocess("--markers").stdout.str()
-    assert f"@pytest.mark.{pytest_plugin.MARKER}(config=None, profile='test')" in markers
+    assert (f"@pytest.mark.{pytest_plugin.MARKER}(config=None, profile='test', brokers=1)"
+            in markers)
 
 
 def test_the_package_imports_without_pytest_or_clients() -> None:

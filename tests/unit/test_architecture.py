@@ -183,6 +183,8 @@ def test_top_level_folders_import_only_what_the_design_allows(top: str) -> None:
     # the bottom layers: every package may use them, so they may use none of the others
     ("coordinator.observability", "coordinator."),
     ("coordinator.config", "coordinator."),
+    # the cluster model is pure: the brokers and who leads what, nothing of the server
+    ("coordinator.cluster", "coordinator."),
     # group types build on common; common knows none of them
     ("coordinator.groups.common", "coordinator.groups."),
     # consumer, share and streams groups build on the modern core; it knows none of them

@@ -41,6 +41,11 @@ SPECIAL: dict[str, tuple[str, str, str, str | None]] = {
     "listeners": ("", "localhost:9092", "PLAINTEXT://127.0.0.1:99999", None),
     "advertised.listeners": ("", "not-a-listener", "PLAINTEXT://127.0.0.1:99999", None),
     "listener.security.protocol.map": ("", "PLAINTEXT", "PLAINTEXT:KERBEROS", None),
+    "cluster.listeners": ("cluster", "PLAINTEXT://127.0.0.1:0",
+                          "PLAINTEXT://127.0.0.1:99999,PLAINTEXT://127.0.0.1:0", None),
+    "cluster.advertised.listeners": ("cluster", "SSL://127.0.0.1:0,",
+                                     "PLAINTEXT://h:99999,PLAINTEXT://h:1", None),
+    "cluster.racks": ("cluster", "r1", "r1,r2,r3,r4", None),
     "metrics.listener": ("", "127.0.0.1:9404", "http://127.0.0.1:99999", None),
     "control.listener": ("", "http://[::1:9405", "http://127.0.0.1:70000", None),
     "authorizer.class.name": ("", "Authorizer", "kafka.security.authorizer.AclAuthorizer",
@@ -115,6 +120,7 @@ def _context(name: str, stores: dict[str, str]) -> dict[str, str]:
     ssl = {"listeners": "SSL://127.0.0.1:0", "ssl.keystore.type": "PEM"}
     return {
         "": {},
+        "cluster": {"cluster.brokers": "3"},
         "sasl": {"listeners": "SASL_PLAINTEXT://127.0.0.1:0", "sasl.enabled.mechanisms": "PLAIN"},
         "ssl-file": {**ssl, "ssl.keystore.location": stores["keystore"],
                      "ssl.truststore.type": "PEM"},
@@ -151,7 +157,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def test_the_contexts_are_valid(tmp_path: Path, stores: dict[str, str]) -> None:
-    for name in ("", "sasl", "ssl-file", "ssl-values", "ssl-encrypted", "ssl-trust"):
+    for name in ("", "cluster", "sasl", "ssl-file", "ssl-values", "ssl-encrypted", "ssl-trust"):
         assert not isinstance(_prepare(tmp_path / name, _context(name, stores)), int), name
 
 
