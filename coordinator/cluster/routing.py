@@ -35,6 +35,8 @@ GROUP_APIS = frozenset({
     90,  # DescribeShareGroupOffsets
     91,  # AlterShareGroupOffsets
     92,  # DeleteShareGroupOffsets
+    8480,  # ConsumerGroupPrepareAssignment (the KIP-848 draft's, when served)
+    8481,  # ConsumerGroupInstallAssignment
 })
 TRANSACTION_APIS = frozenset({
     22,  # InitProducerId (with a transactional id)
