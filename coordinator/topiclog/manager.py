@@ -25,6 +25,7 @@ from coordinator.metadata.topic_names import INTERNAL_TOPICS
 from coordinator.observability.logs import get_logger
 from coordinator.runtime.clock import Clock, SystemClock
 
+from . import cleaner
 from .internal import InternalPartitionLog, internal_log
 from .partition import (
     LogConfig,
@@ -138,6 +139,11 @@ class TopicLogs:
             log_append_time=setting("message.timestamp.type") == "LogAppendTime",
             max_message_bytes=setting("max.message.bytes"),
             min_insync_replicas=setting("min.insync.replicas"),
+            segment_ms=setting("segment.ms"),
+            delete="delete" in setting("cleanup.policy"),
+            compact="compact" in setting("cleanup.policy"),
+            delete_retention_ms=setting("delete.retention.ms"),
+            min_cleanable_dirty_ratio=setting("min.cleanable.dirty.ratio"),
         )
 
     # ------------------------------------------------------------------ appends and waiters
@@ -170,6 +176,8 @@ class TopicLogs:
     # ------------------------------------------------------------------ background work
     def start(self) -> None:
         self._tasks.append(asyncio.create_task(self._retention_loop()))
+        if self.config["log.cleaner.enable"]:
+            self._tasks.append(asyncio.create_task(self._cleaner_loop()))
         if self.flush_interval_ms > 0:
             self._tasks.append(asyncio.create_task(self._flush_loop()))
 
@@ -202,6 +210,34 @@ class TopicLogs:
                     await asyncio.sleep(0)  # 50,000 partitions must not stop the event loop
             except OSError:
                 log.exception("retention failed")
+
+    async def clean_logs(self) -> int:
+        """One pass of the log cleaner over every compacted partition that needs it; returns
+        how many were cleaned."""
+        now = self.now_ms()
+        cleaned = 0
+        configs: dict[str, LogConfig | None] = {}
+        for i, ((name, _), plog) in enumerate(list(self._logs.items()), start=1):
+            if i % PARTITIONS_PER_TURN == 0:
+                await asyncio.sleep(0)
+            if name not in configs:
+                topic = self.image.topic(name)
+                configs[name] = None if topic is None else self.log_config(topic)
+            config = configs[name]
+            if config is None or not config.compact or plog.closed:
+                continue
+            try:
+                if await cleaner.clean(plog, config, now) is not None:
+                    cleaned += 1
+            except OSError:
+                log.exception("topic log cleaning failed", topic=plog.topic,
+                              partition=plog.partition)
+        return cleaned
+
+    async def _cleaner_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.config["log.cleaner.backoff.ms"] / 1000.0)
+            await self.clean_logs()
 
     async def _flush_loop(self) -> None:
         while True:
