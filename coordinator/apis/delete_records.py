@@ -3,7 +3,8 @@ high watermark), as Kafka's ``ReplicaManager.deleteRecords``: durably (the offse
 beside the partition's segments before the answer, and the segments wholly below it deleted),
 so ListOffsets earliest and Fetch start there after a restart too, and a fetch below it gets
 OFFSET_OUT_OF_RANGE. An offset past the high watermark is OFFSET_OUT_OF_RANGE; one below the
-log start changes nothing; an internal topic is refused, as Kafka refuses it."""
+log start changes nothing; an internal topic, and a topic whose ``cleanup.policy`` lacks
+``delete``, are refused, as Kafka refuses them."""
 
 from __future__ import annotations
 
@@ -36,6 +37,9 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                 code = ErrorCode.invalid_topic_exception
             elif plog is None:
                 code = ErrorCode.unknown_topic_or_partition
+            elif topic is not None and not logs.log_config(topic).delete:
+                code = ErrorCode.policy_violation  # "can not be deleted due to the configured
+                # policy": a compacted topic's log start moves only by its cleaner
             else:
                 target = plog.high_watermark if p.offset == HIGH_WATERMARK else p.offset
                 if not 0 <= target <= plog.high_watermark:

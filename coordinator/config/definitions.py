@@ -268,7 +268,8 @@ BROKER_CONFIGS: tuple[ConfigDef, ...] = (
               "A cap on the size of the coordinator's store; writes past it fail as a full disk "
               "would (the request gets NOT_COORDINATOR). -1 means no cap.", at_least=-1),
     ConfigDef("log.cleaner.enable", BOOL, True,
-              "Enable the log cleaner (compaction) for the coordinator's store."),
+              "Enable the log cleaner (compaction) for the coordinator's store and for topics "
+              "whose cleanup.policy has compact."),
     ConfigDef("log.cleaner.backoff.ms", LONG, 15000,
               "The amount of time to sleep when there are no logs to clean.", at_least=0),
     ConfigDef("log.cleaner.delete.retention.ms", LONG, 86400000,

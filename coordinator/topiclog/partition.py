@@ -41,6 +41,7 @@ from .batch import (
 )
 from .control import is_commit, marker_batch
 from .producers import ProducerState
+from .records import RecordsError, records_of
 from .segment import NO_TIMESTAMP, Segment
 from .transactions import TransactionIndex
 
@@ -206,6 +207,8 @@ class PartitionLog:
             raise BatchError(ErrorCode.unsupported_compression_type,
                              "Produce requests with version below 7 are not allowed to use "
                              "ZStandard compression")
+        if config.compact:
+            _check_keys(records, header, self.topic, self.partition)
         if header.is_transactional and not header.has_producer_id:
             raise BatchError(ErrorCode.invalid_record,
                              "Transactional records must carry a producer id")
@@ -526,6 +529,18 @@ class PartitionLog:
         """Close and remove the partition's directory (renamed first, as Kafka does)."""
         self.close()
         delete_directory(self.directory)
+
+
+def _check_keys(batch: bytes, header: BatchHeader, topic: str, partition: int) -> None:
+    """Kafka's ``LogValidator.validateKey``: every record of a compacted topic has a key."""
+    try:
+        keyless = any(record.key is None for record in records_of(batch, header))
+    except RecordsError as exc:
+        raise BatchError(ErrorCode.corrupt_message, f"Record is corrupt: {exc}") from None
+    if keyless:
+        raise BatchError(ErrorCode.invalid_record,
+                         "Compacted topic cannot accept message without key in topic partition "
+                         f"{topic}-{partition}.")
 
 
 def _fsync(fd: int, directory: Path | None) -> None:

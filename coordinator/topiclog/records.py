@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import struct
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import cramjam
@@ -28,6 +28,9 @@ from .batch import (
     HEADER,
     HEADER_SIZE,
     LOG_OVERHEAD,
+    MAGIC_V2,
+    NO_PRODUCER_ID,
+    NO_SEQUENCE,
     TIMESTAMP_TYPE_BIT,
     TRANSACTIONAL_BIT,
     BatchHeader,
@@ -124,6 +127,43 @@ def rebuild(header: BatchHeader, kept: list[Record]) -> bytes:
                                 header.last_offset_delta, base_timestamp, header.max_timestamp,
                                 header.producer_id, header.producer_epoch,
                                 header.base_sequence, len(kept)))
+    out += body
+    struct.pack_into(">I", out, CRC_OFFSET, compute_crc(out))
+    return bytes(out)
+
+
+def encode_varint(value: int) -> bytes:
+    """A zigzag varint (or varlong)."""
+    raw = (value << 1) ^ (value >> 63)
+    out = bytearray()
+    while True:
+        byte = raw & 0x7F
+        raw >>= 7
+        if raw:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def _field(data: bytes | None) -> bytes:
+    return encode_varint(-1) if data is None else encode_varint(len(data)) + data
+
+
+def build_batch(entries: Sequence[tuple[bytes | None, bytes | None]], timestamp_ms: int, *,
+                attributes: int = 0, producer_id: int = NO_PRODUCER_ID,
+                producer_epoch: int = -1, base_sequence: int = NO_SEQUENCE) -> bytes:
+    """An uncompressed batch (base offset 0, set on append) of (key, value) records, each with
+    the batch's timestamp and no headers."""
+    body = bytearray()
+    for delta, (key, value) in enumerate(entries):
+        record = (b"\x00" + encode_varint(0) + encode_varint(delta) + _field(key) + _field(value)
+                  + encode_varint(0))
+        body += encode_varint(len(record)) + record
+    out = bytearray(HEADER.pack(0, HEADER_SIZE - LOG_OVERHEAD + len(body), 0, MAGIC_V2, 0,
+                                attributes, max(0, len(entries) - 1), timestamp_ms,
+                                timestamp_ms, producer_id, producer_epoch, base_sequence,
+                                len(entries)))
     out += body
     struct.pack_into(">I", out, CRC_OFFSET, compute_crc(out))
     return bytes(out)

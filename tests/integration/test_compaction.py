@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AlterConfigOpType
 
 from tests.harness import ServerProcess, wait_until
@@ -81,6 +81,10 @@ def test_compacted_topic_keeps_the_latest_value_per_key(tmp_path: Path) -> None:
 
         wait_until(cleaned, timeout=TIMEOUT)  # tombstones too: delete.retention.ms is a day
         assert earliest(server, topic) == 0  # the first segment keeps its base offset
+        [refused] = admin.delete_records([TopicPartition(topic, 0, 2)]).values()
+        with pytest.raises(KafkaException) as policy:  # compact only: no DeleteRecords
+            refused.result(TIMEOUT)
+        assert policy.value.args[0].code() == KafkaError.POLICY_VIOLATION
 
         # kill -9: what the cleaner left is what a reader sees after a restart
         server.restart()

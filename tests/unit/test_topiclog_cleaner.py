@@ -11,10 +11,11 @@ from pathlib import Path
 import pytest
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 
-from coordinator.topiclog import LogConfig, PartitionLog
+from coordinator.topiclog import BatchError, LogConfig, PartitionLog
 from coordinator.topiclog import cleaner as log_cleaner
 from coordinator.topiclog.batch import read_header
 from coordinator.topiclog.cleaner import _take, _write_cleaned
+from protocol import ErrorCode
 from storage.segment import swap_name
 
 NOW = 10_000_000
@@ -225,3 +226,15 @@ def test_a_segment_deleted_meanwhile_discards_the_pass(tmp_path: Path) -> None:
     assert records(plog) == [r for r in before if r[0] >= plog.log_start_offset]
     plog.close()
 
+
+
+def test_a_compacted_topic_refuses_records_without_a_key(tmp_path: Path) -> None:
+    plog = PartitionLog.open(tmp_path / "t-0", "t", 0)
+    for codec in (0, 1):
+        with pytest.raises(BatchError) as refused:
+            plog.append(keyed_batch([(b"k", b"v"), (None, b"v")], compression=codec), CONFIG,
+                        NOW)
+        assert refused.value.code is ErrorCode.invalid_record
+    plog.append(keyed_batch([(None, b"v")]), APPEND, NOW)  # delete policy: keys optional
+    assert plog.log_end_offset == 1
+    plog.close()
