@@ -1,6 +1,7 @@
-"""The internal topics' partitions as Fetch and ListOffsets read them: ``__consumer_offsets-N``
-and ``__transaction_state-N`` are the coordinator store's partition N, each record in Kafka's
-serialization for its type (``storage/records/kafka_format.py``), at its own offset.
+"""The internal topics' partitions as Fetch and ListOffsets read them: ``__consumer_offsets-N``,
+``__transaction_state-N`` and ``__share_group_state-N`` are the coordinator store's partition N,
+each record in Kafka's serialization for its type (``storage/records/kafka_format.py``), at its
+own offset.
 
 Only what is durable is read (the high watermark is the partition's durable offset). The store
 keeps a pending transactional offset as a record of its own and writes the committed

@@ -25,6 +25,7 @@ from kafka import KafkaConsumer, OffsetAndMetadata
 from kafka import TopicPartition as KafkaTopicPartition
 
 from tests.harness import ServerProcess, wait_until
+from tests.integration.share_clients import set_group_configs
 
 KCAT = shutil.which("kcat")
 INTERNAL = {"__consumer_offsets", "__transaction_state", "__share_group_state"}
@@ -321,3 +322,88 @@ def test_restart_keeps_the_internal_topics(tmp_path: Path) -> None:
     finally:
         process.stop()
         process.kill()
+
+
+def _uvarint(data: bytes, pos: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        byte = data[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return value, pos
+        shift += 7
+
+
+def share_state(key: bytes, value: bytes | None) -> tuple[str, uuid.UUID, int, int, int,
+                                                          list[tuple[int, int, int]]] | None:
+    """(group, topic id, partition, record type, start offset, [(first, last, delivery state)])
+    of a ShareSnapshot (type 0) or ShareUpdate (type 1) record of ``__share_group_state``, read
+    by Kafka's schemas (non-flexible key; flexible v0 value, read to its last byte)."""
+    (kind,) = struct.unpack_from(">h", key)
+    group, pos = _string(key, 2)
+    topic_id = uuid.UUID(bytes=key[pos:pos + 16])
+    (partition,) = struct.unpack_from(">i", key, pos + 16)
+    assert pos + 20 == len(key) and kind in (0, 1)
+    if value is None:
+        return None
+    version, _snapshot_epoch = struct.unpack_from(">hi", value)
+    assert version == 0
+    pos = 6 + (4 if kind == 0 else 0)  # ShareSnapshot: the state epoch; then the leader epoch
+    (start,) = struct.unpack_from(">q", value, pos + 4)
+    pos += 12 + (16 if kind == 0 else 0)  # ShareSnapshot: create and write timestamps
+    count, pos = _uvarint(value, pos)
+    batches = []
+    for _ in range(count - 1):
+        first, last, state, _delivery_count = struct.unpack_from(">qqbh", value, pos)
+        tags, pos = _uvarint(value, pos + 19)
+        assert tags == 0
+        batches.append((first, last, state))
+    tags, pos = _uvarint(value, pos)
+    for _ in range(tags):
+        _, pos = _uvarint(value, pos)
+        size, pos = _uvarint(value, pos)
+        pos += size
+    assert pos == len(value)
+    return group, topic_id, partition, kind, start, batches
+
+
+def test_share_group_state_holds_a_share_groups_acknowledgements(server: ServerProcess) -> None:
+    from confluent_kafka import AcknowledgeType, ShareConsumer
+
+    topic, group = f"jobs-{uuid.uuid4().hex[:6]}", f"sharers-{uuid.uuid4().hex[:6]}"
+    produce(server, topic, 5)
+    set_group_configs(server.bootstrap, group, {"share.auto.offset.reset": "earliest"})
+    consumer = ShareConsumer({"bootstrap.servers": server.bootstrap, "group.id": group,
+                              "share.acknowledgement.mode": "explicit", "log_level": 0})
+    try:
+        consumer.subscribe([topic])
+        seen: set[int] = set()
+        deadline = time.monotonic() + 30
+        while len(seen) < 5 and time.monotonic() < deadline:
+            for message in consumer.poll(0.2):
+                if message.error() is None:
+                    consumer.acknowledge(message, AcknowledgeType.ACCEPT)
+                    seen.add(int(message.offset() or 0))
+            if seen:
+                consumer.commit_sync(15.0)
+        assert seen == set(range(5))
+    finally:
+        consumer.close()
+
+    def acknowledged() -> bool:
+        start, states = 0, dict[int, int]()
+        for _, _, key, value in kcat_records(server, "__share_group_state"):
+            state = share_state(key, value)
+            if state is None or state[0] != group or state[2] != 0:
+                continue
+            _, _, _, kind, record_start, batches = state
+            if kind == 0:  # a snapshot replaces what came before
+                start, states = record_start, {}
+            elif record_start != -1:
+                start = record_start
+            for first, last, delivery_state in batches:
+                states.update(dict.fromkeys(range(first, last + 1), delivery_state))
+        return all(offset < start or states.get(offset) == 2 for offset in range(5))
+
+    wait_until(acknowledged, timeout=20, message="the acknowledgements in __share_group_state")
