@@ -41,7 +41,8 @@ Served = tuple[int, int]
 """(api key, version)."""
 
 NAMES = ("", "fz-0", "fz-1", "fz-2", "fuzz-group", "g1", "consumer", "range", "uniform",
-         "__consumer_offsets", "member-1", "tx-1", "fz-auto", "cleanup.policy", "compact",
+         "__consumer_offsets", "__share_group_state", "__transaction_state", "member-1", "tx-1",
+         "fz-auto", "cleanup.policy", "compact",
          "compact,delete", "delete.retention.ms", "min.cleanable.dirty.ratio", "segment.ms")
 _INT_EDGES = {
     "int8": (-(2**7), 2**7 - 1),

@@ -42,6 +42,15 @@ PARTITIONS_PER_TURN = 100  # a pass over every partition yields to the loop this
 _PARTITION_DIR_RE = re.compile(r"^(.+)-(\d+)$")
 
 
+async def _either(first: asyncio.Event, second: asyncio.Event, timeout_s: float) -> bool:
+    waits = [asyncio.ensure_future(first.wait()), asyncio.ensure_future(second.wait())]
+    done, pending = await asyncio.wait(waits, timeout=timeout_s,
+                                       return_when=asyncio.FIRST_COMPLETED)
+    for wait in pending:
+        wait.cancel()
+    return bool(done)
+
+
 class TopicLogs:
     def __init__(self, log_dir: Path, image: MetadataImage, config: ServerConfig,
                  clock: Clock | None = None) -> None:
@@ -55,6 +64,7 @@ class TopicLogs:
         self.runtime: Any = None
         """The coordinator runtime, whose store the internal topics are read from."""
         self._appended: asyncio.Event | None = None
+        self._internal_appended: asyncio.Event | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._remove_stale_directories()
         for topic in image.topics():
@@ -152,13 +162,24 @@ class TopicLogs:
             self._appended.set()
             self._appended = None
 
-    async def wait_for_append(self, timeout_s: float) -> bool:
-        """Wait until the next append to any partition, for at most ``timeout_s``."""
+    def notify_internal_appended(self) -> None:
+        """Records of the coordinator store became durable: readable in the internal topics."""
+        if self._internal_appended is not None:
+            self._internal_appended.set()
+            self._internal_appended = None
+
+    async def wait_for_append(self, timeout_s: float, internal: bool = False) -> bool:
+        """Wait until the next append to any partition (or, with ``internal``, records of the
+        internal topics becoming readable), for at most ``timeout_s``."""
         if timeout_s <= 0:
             return False
         if self._appended is None:
             self._appended = asyncio.Event()
         event = self._appended
+        if internal:
+            if self._internal_appended is None:
+                self._internal_appended = asyncio.Event()
+            return await _either(event, self._internal_appended, timeout_s)
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(timeout_s):
                 await event.wait()

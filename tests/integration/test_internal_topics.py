@@ -4,6 +4,7 @@ with Fetch and ListOffsets in Kafka's record serialization (what kcat and lag ch
 
 from __future__ import annotations
 
+import datetime
 import shutil
 import struct
 import subprocess
@@ -24,7 +25,10 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaConsumer, OffsetAndMetadata
 from kafka import TopicPartition as KafkaTopicPartition
 
+import protocol
+from protocol import ErrorCode
 from tests.harness import ServerProcess, wait_until
+from tests.integration.conftest import WireClient, kio_class
 from tests.integration.share_clients import set_group_configs
 
 KCAT = shutil.which("kcat")
@@ -407,3 +411,52 @@ def test_share_group_state_holds_a_share_groups_acknowledgements(server: ServerP
         return all(offset < start or states.get(offset) == 2 for offset in range(5))
 
     wait_until(acknowledged, timeout=20, message="the acknowledgements in __share_group_state")
+
+
+
+def _fetch_at(topic: str, partition: int, offset: int, max_wait_ms: int) -> object:
+    cls = kio_class("fetch", 12, "request", "FetchRequest")
+    topic_cls = kio_class("fetch", 12, "request", "FetchTopic")
+    part_cls = kio_class("fetch", 12, "request", "FetchPartition")
+    return protocol.make(
+        cls, replica_id=-1, max_wait=datetime.timedelta(milliseconds=max_wait_ms),
+        min_bytes=1, max_bytes=1 << 20, isolation_level=0, session_id=0, session_epoch=-1,
+        forgotten_topics_data=(), rack_id="",
+        topics=(protocol.make(topic_cls, topic=topic, partitions=(
+            protocol.make(part_cls, partition=partition, fetch_offset=offset,
+                          current_leader_epoch=-1, last_fetched_epoch=-1, log_start_offset=-1,
+                          partition_max_bytes=1 << 20),)),))
+
+
+def test_a_long_poll_on_consumer_offsets_returns_when_a_commit_arrives(
+        server: ServerProcess) -> None:
+    """A Fetch waiting (max_wait 30 s) at the end of a group's ``__consumer_offsets`` partition
+    is answered once the group's next commit is durable, not when its wait runs out."""
+    topic, group = f"polled-{uuid.uuid4().hex[:6]}", f"waker-{uuid.uuid4().hex[:6]}"
+    produce(server, topic, 3)
+    consume_and_commit(server, group, topic, 3)
+    [partition] = wait_until(lambda: {p for p, _, key, value in kcat_records(
+        server, "__consumer_offsets") if (offset_commit(key, value) or ("",))[0] == group},
+        timeout=15, message="the group's partition")
+    reader = Consumer({"bootstrap.servers": server.bootstrap, "group.id": "watermarks"})
+    try:
+        _, end = reader.get_watermark_offsets(TopicPartition("__consumer_offsets", partition),
+                                              timeout=10)
+    finally:
+        reader.close()
+    with WireClient(server.bootstrap, timeout=60) as wire:
+        fetch = _fetch_at("__consumer_offsets", partition, end, max_wait_ms=30_000)
+        correlation = wire.send(fetch)
+        committer = Consumer({"bootstrap.servers": server.bootstrap, "group.id": group,
+                              "enable.auto.commit": False})
+        try:
+            started = time.monotonic()
+            committer.commit(offsets=[TopicPartition(topic, 0, 1)], asynchronous=False)
+        finally:
+            committer.close()
+        got, response = wire.recv(int(protocol.ApiKey.FETCH), 12)
+        waited = time.monotonic() - started
+    assert got == correlation
+    answered = response.responses[0].partitions[0]
+    assert answered.error_code == ErrorCode.none and answered.records
+    assert waited < 15, f"answered after {waited:.1f} s: the fetch waited out max_wait"
