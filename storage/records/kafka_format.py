@@ -21,6 +21,8 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
+from storage.codec import uvarint
+
 from .classic import GroupMetadataValue
 from .offsets import OffsetCommitValue
 from .registry import decode_record
@@ -92,21 +94,12 @@ def _transaction_log(key: Any, value: TransactionLogValue | None
                        + _Q.pack(value.transaction_start_timestamp_ms))
 
 
-def _uvarint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-_NO_TAGS = _uvarint(0)
+_NO_TAGS = uvarint(0)
 
 
 def _state_batches(batches: tuple[ShareStateBatch, ...]) -> bytes:
     """A flexible ``[]StateBatch``: a compact array, each element with no tagged fields."""
-    return _uvarint(len(batches) + 1) + b"".join(
+    return uvarint(len(batches) + 1) + b"".join(
         _Q.pack(b.first_offset) + _Q.pack(b.last_offset) + struct.pack(">b", b.delivery_state)
         + _H.pack(b.delivery_count) + _NO_TAGS for b in batches)
 
@@ -115,7 +108,7 @@ def _delivery_complete_tag(count: int) -> bytes:
     """The value's tagged fields: ``DeliveryCompleteCount`` (tag 0) unless it is -1."""
     if count == -1:
         return _NO_TAGS
-    return _uvarint(1) + _uvarint(0) + _uvarint(4) + _I.pack(count)
+    return uvarint(1) + uvarint(0) + uvarint(4) + _I.pack(count)
 
 
 def _share_key(version: int, key: Any) -> bytes:

@@ -27,6 +27,7 @@ from kafka import TopicPartition as KafkaTopicPartition
 
 import protocol
 from protocol import ErrorCode
+from protocol.header import read_uvarint
 from tests.harness import ServerProcess, wait_until
 from tests.integration.conftest import WireClient, kio_class
 from tests.integration.share_clients import set_group_configs
@@ -101,6 +102,17 @@ def consume_and_commit(server: ServerProcess, group: str, topic: str, count: int
         consumer.commit(asynchronous=False)
     finally:
         consumer.close()
+
+
+def offsets_watermarks(server: ServerProcess, partition: int) -> tuple[int, int]:
+    """(low, high) watermark of a ``__consumer_offsets`` partition (ListOffsets)."""
+    reader = Consumer({"bootstrap.servers": server.bootstrap, "group.id": "watermarks"})
+    try:
+        low, high = reader.get_watermark_offsets(TopicPartition("__consumer_offsets", partition),
+                                                 timeout=10)
+        return int(low), int(high)
+    finally:
+        reader.close()
 
 
 def produce(server: ServerProcess, topic: str, count: int) -> None:
@@ -187,12 +199,7 @@ def test_kcat_lists_a_groups_offset_commits(server: ServerProcess) -> None:
     assert [decoded for _, _, decoded in found] == [(group, topic, 0, 7)]
     # on the group's coordinator partition, which ListOffsets bounds
     partition, offset, _ = found[0]
-    reader = Consumer({"bootstrap.servers": server.bootstrap, "group.id": "watermarks"})
-    try:
-        low, high = reader.get_watermark_offsets(TopicPartition("__consumer_offsets", partition),
-                                                 timeout=10)
-    finally:
-        reader.close()
+    low, high = offsets_watermarks(server, partition)
     assert low == 0 and low <= offset < high
 
 
@@ -328,17 +335,6 @@ def test_restart_keeps_the_internal_topics(tmp_path: Path) -> None:
         process.kill()
 
 
-def _uvarint(data: bytes, pos: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        byte = data[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return value, pos
-        shift += 7
-
-
 def share_state(key: bytes, value: bytes | None) -> tuple[str, uuid.UUID, int, int, int,
                                                           list[tuple[int, int, int]]] | None:
     """(group, topic id, partition, record type, start offset, [(first, last, delivery state)])
@@ -356,17 +352,17 @@ def share_state(key: bytes, value: bytes | None) -> tuple[str, uuid.UUID, int, i
     pos = 6 + (4 if kind == 0 else 0)  # ShareSnapshot: the state epoch; then the leader epoch
     (start,) = struct.unpack_from(">q", value, pos + 4)
     pos += 12 + (16 if kind == 0 else 0)  # ShareSnapshot: create and write timestamps
-    count, pos = _uvarint(value, pos)
+    count, pos = read_uvarint(value, pos)
     batches = []
     for _ in range(count - 1):
         first, last, state, _delivery_count = struct.unpack_from(">qqbh", value, pos)
-        tags, pos = _uvarint(value, pos + 19)
+        tags, pos = read_uvarint(value, pos + 19)
         assert tags == 0
         batches.append((first, last, state))
-    tags, pos = _uvarint(value, pos)
+    tags, pos = read_uvarint(value, pos)
     for _ in range(tags):
-        _, pos = _uvarint(value, pos)
-        size, pos = _uvarint(value, pos)
+        _, pos = read_uvarint(value, pos)
+        size, pos = read_uvarint(value, pos)
         pos += size
     assert pos == len(value)
     return group, topic_id, partition, kind, start, batches
@@ -438,12 +434,7 @@ def test_a_long_poll_on_consumer_offsets_returns_when_a_commit_arrives(
     [partition] = wait_until(lambda: {p for p, _, key, value in kcat_records(
         server, "__consumer_offsets") if (offset_commit(key, value) or ("",))[0] == group},
         timeout=15, message="the group's partition")
-    reader = Consumer({"bootstrap.servers": server.bootstrap, "group.id": "watermarks"})
-    try:
-        _, end = reader.get_watermark_offsets(TopicPartition("__consumer_offsets", partition),
-                                              timeout=10)
-    finally:
-        reader.close()
+    _, end = offsets_watermarks(server, partition)
     with WireClient(server.bootstrap, timeout=60) as wire:
         fetch = _fetch_at("__consumer_offsets", partition, end, max_wait_ms=30_000)
         correlation = wire.send(fetch)
