@@ -272,6 +272,10 @@ BROKER_CONFIGS: tuple[ConfigDef, ...] = (
               "whose cleanup.policy has compact."),
     ConfigDef("log.cleaner.backoff.ms", LONG, 15000,
               "The amount of time to sleep when there are no logs to clean.", at_least=0),
+    ConfigDef("log.cleaner.dedupe.buffer.size", LONG, 134217728,
+              "The memory a topic log cleaning may use for the latest offset of each key of "
+              "the segments it cleans; a log with more keys is cleaned in several passes.",
+              at_least=1),
     ConfigDef("log.cleaner.delete.retention.ms", LONG, 86400000,
               "The amount of time to retain tombstone markers for log compacted topics.",
               at_least=0),

@@ -24,8 +24,11 @@ segments or the cleaned one). Groups are committed oldest first, so a record is 
 while the newer record of its key is on disk. If retention or DeleteRecords removed a segment
 meanwhile, the pass's output is discarded.
 
-The latest offset of every key of the cleanable segments is held in memory during a pass (Kafka
-bounds it with ``log.cleaner.dedupe.buffer.size``; here it is not bounded).
+The latest offset of each key is taken from the dirty segments only (the clean ones hold each
+key once already, so a key the dirty ones do not have is kept), in memory, up to
+``log.cleaner.dedupe.buffer.size`` (an estimate of the keys' bytes): past it, a pass cleans the
+log only up to the last dirty segment whose keys fit, and the next pass goes on from there, as
+Kafka's cleaner does.
 """
 
 from __future__ import annotations
@@ -45,6 +48,10 @@ from .segment import Segment
 
 log = get_logger("coordinator.topiclog")
 
+DEDUPE_BUFFER_BYTES = 134217728  # log.cleaner.dedupe.buffer.size's default
+KEY_OVERHEAD_BYTES = 100
+"""What a key costs the offset map beyond its bytes (the bytes object, the offset, the slot)."""
+
 
 @dataclass(frozen=True, slots=True)
 class CleanStats:
@@ -62,6 +69,7 @@ class _Work:
     """What a pass needs from the log, taken on the event loop."""
 
     directory: Path
+    first_dirty: int  # where the last cleaning ended: segments from here are dirty
     segments: list[Segment]  # the cleanable segments
     ends: list[int]  # each one's end: the next segment's base offset
     aborted: dict[int, list[tuple[int, int]]]  # producer id -> (first offset, marker offset)
@@ -114,16 +122,19 @@ def needs_cleaning(plog: PartitionLog, config: LogConfig, now_ms: int) -> bool:
     return dirty > 0 and dirty / total >= config.min_cleanable_dirty_ratio
 
 
-async def clean(plog: PartitionLog, config: LogConfig, now_ms: int) -> CleanStats | None:
+async def clean(plog: PartitionLog, config: LogConfig, now_ms: int,
+                dedupe_buffer_bytes: int = DEDUPE_BUFFER_BYTES) -> CleanStats | None:
     """One cleaning of ``plog`` if it needs one; None if not (or its output was discarded)."""
     if not needs_cleaning(plog, config, now_ms):
         return None
     work = _take(plog)
-    outputs, counts = await asyncio.to_thread(_write_cleaned, work, config, now_ms)
+    outputs, counts = await asyncio.to_thread(_write_cleaned, work, config, now_ms,
+                                              dedupe_buffer_bytes)
     if not _install(plog, work, outputs):
         return None
-    plog.cleaned_upto(work.ends[-1], counts.oldest_kept_ms)
-    stats = CleanStats(len(work.segments), len(outputs), sum(s.size for s in work.segments),
+    plog.cleaned_upto(outputs[-1].end, counts.oldest_kept_ms)
+    sources = [s for o in outputs for s in o.sources]
+    stats = CleanStats(len(sources), len(outputs), sum(s.size for s in sources),
                        sum(o.segment.size for o in outputs), counts.records,
                        counts.tombstones, counts.markers)
     log.info("topic log cleaned", topic=plog.topic, partition=plog.partition,
@@ -140,7 +151,8 @@ def _take(plog: PartitionLog) -> _Work:
     aborted: dict[int, list[tuple[int, int]]] = {}
     for txn in plog.transactions.aborted_between(plog.segments[0].base_offset, ends[-1]):
         aborted.setdefault(txn.producer_id, []).append((txn.first_offset, txn.last_offset))
-    return _Work(plog.directory, segments, ends, aborted, plog.producers.last_offsets())
+    return _Work(plog.directory, plog.cleaner_checkpoint, segments, ends, aborted,
+                 plog.producers.last_offsets())
 
 
 # ---------------------------------------------------------------------- the worker thread
@@ -153,11 +165,17 @@ def _is_aborted(work: _Work, producer_id: int, offset: int) -> bool:
     return any(first <= offset <= last for first, last in work.aborted.get(producer_id, ()))
 
 
-def _latest_offsets(work: _Work) -> dict[bytes, int]:
-    """Each key's largest offset in the cleanable segments (aborted and control batches, and
-    batches that cannot be read, left out)."""
+def _latest_offsets(work: _Work, max_bytes: int) -> tuple[dict[bytes, int], int]:
+    """Each key's largest offset in the dirty segments (aborted and control batches, and
+    batches that cannot be read, left out), and how many of the cleanable segments the pass
+    cleans: all, unless the keys outgrow ``max_bytes`` before the last dirty one."""
     latest: dict[bytes, int] = {}
-    for segment in work.segments:
+    size = 0
+    for i, segment in enumerate(work.segments):
+        if segment.base_offset < work.first_dirty:
+            continue
+        if size > max_bytes:
+            return latest, i
         for data in _batches(segment):
             header = read_header(data)
             if header.is_control or (header.is_transactional and _is_aborted(
@@ -169,16 +187,18 @@ def _latest_offsets(work: _Work) -> dict[bytes, int]:
                 continue
             for record in records:
                 if record.key is not None:
+                    if record.key not in latest:
+                        size += len(record.key) + KEY_OVERHEAD_BYTES
                     latest[record.key] = record.offset
-    return latest
+    return latest, len(work.segments)
 
 
-def _groups(work: _Work, segment_bytes: int) -> list[list[int]]:
+def _groups(work: _Work, count: int, segment_bytes: int) -> list[list[int]]:
     """Indexes of consecutive cleanable segments cleaned into one, each group's sources at most
     ``segment.bytes`` together (a larger segment is a group of its own)."""
     groups: list[list[int]] = []
     size = 0
-    for i, segment in enumerate(work.segments):
+    for i, segment in enumerate(work.segments[:count]):
         if groups and size + segment.size <= segment_bytes:
             groups[-1].append(i)
             size += segment.size
@@ -188,13 +208,13 @@ def _groups(work: _Work, segment_bytes: int) -> list[list[int]]:
     return groups
 
 
-def _write_cleaned(work: _Work, config: LogConfig, now_ms: int
-                   ) -> tuple[list[_Output], _Counts]:
-    latest = _latest_offsets(work)
+def _write_cleaned(work: _Work, config: LogConfig, now_ms: int,
+                   dedupe_buffer_bytes: int = 0) -> tuple[list[_Output], _Counts]:
+    latest, count = _latest_offsets(work, dedupe_buffer_bytes or DEDUPE_BUFFER_BYTES)
     counts = _Counts()
     outputs: list[_Output] = []
     try:
-        for group in _groups(work, config.segment_bytes):
+        for group in _groups(work, count, config.segment_bytes):
             sources = [work.segments[i] for i in group]
             outputs.append(_clean_group(work, sources, work.ends[group[-1]], latest, config,
                                         now_ms, counts))

@@ -248,7 +248,8 @@ class TopicLogs:
             if config is None or not config.compact or plog.closed:
                 continue
             try:
-                if await cleaner.clean(plog, config, now) is not None:
+                if await cleaner.clean(plog, config, now,
+                                       self.config["log.cleaner.dedupe.buffer.size"]) is not None:
                     cleaned += 1
             except OSError:
                 log.exception("topic log cleaning failed", topic=plog.topic,

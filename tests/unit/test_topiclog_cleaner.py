@@ -5,6 +5,7 @@ them, the dirty ratio, segment.ms rolling, and crash safety of the segment swap.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 from pathlib import Path
 
@@ -237,4 +238,23 @@ def test_a_compacted_topic_refuses_records_without_a_key(tmp_path: Path) -> None
         assert refused.value.code is ErrorCode.invalid_record
     plog.append(keyed_batch([(None, b"v")]), APPEND, NOW)  # delete policy: keys optional
     assert plog.log_end_offset == 1
+    plog.close()
+
+
+def test_a_small_dedupe_buffer_cleans_in_several_passes_to_the_same_result(
+        tmp_path: Path) -> None:
+    whole = PartitionLog.open(tmp_path / "whole-0", "whole", 0)
+    fill(whole, overwrites())
+    clean(whole)
+    expected = records(whole)
+    whole.close()
+    plog = PartitionLog.open(tmp_path / "t-0", "t", 0)
+    fill(plog, overwrites())
+    passes = 0
+    eager = dataclasses.replace(CONFIG, min_cleanable_dirty_ratio=0.0)  # any dirty segment
+    while asyncio.run(log_cleaner.clean(plog, eager, NOW, dedupe_buffer_bytes=1)) is not None:
+        plog.oldest_kept_tombstone_ms = None  # only dirty segments make another pass
+        passes += 1
+        assert passes < 10
+    assert passes > 1 and records(plog) == expected
     plog.close()
