@@ -222,7 +222,7 @@ class PartitionLog:
         append_time = now_ms if config.log_append_time else None
         data = assign(records, base, LEADER_EPOCH, append_time)
         stored = read_header(data)
-        if self._should_roll(len(data), config, now_ms):
+        if self._should_roll(len(data), config, stored.max_timestamp):
             self._roll()
         if not self.active.file.exists:
             self._dir_unsynced = True
@@ -231,16 +231,16 @@ class PartitionLog:
         return AppendResult(base, stored.last_offset, -1 if append_time is None else append_time,
                             self.log_start_offset)
 
-    def _should_roll(self, size: int, config: LogConfig, now_ms: int) -> bool:
-        """Kafka's ``shouldRoll``: the active segment is full, or ``segment.ms`` has passed
-        since its first batch's timestamp."""
+    def _should_roll(self, size: int, config: LogConfig, timestamp: int) -> bool:
+        """Kafka's ``shouldRoll``: the active segment is full, or the batch to append (its max
+        timestamp) is more than ``segment.ms`` after the segment's first batch."""
         active = self.active
         if active.size == 0:
             return False
         if active.size + size > config.segment_bytes:
             return True
         first = active.max_timestamps[0] if active.max_timestamps else NO_TIMESTAMP
-        return first != NO_TIMESTAMP and now_ms - first > config.segment_ms
+        return first != NO_TIMESTAMP and timestamp - first > config.segment_ms
 
     def _track(self, header: BatchHeader, base: int, control: bytes | None) -> None:
         """What an appended (or recovered) batch changes: its producer's state and, for a

@@ -179,10 +179,11 @@ def test_compressed_batches_are_cleaned_and_recompressed(tmp_path: Path) -> None
 def test_segment_ms_rolls_the_active_segment(tmp_path: Path) -> None:
     plog = PartitionLog.open(tmp_path / "t-0", "t", 0)
     config = LogConfig(segment_ms=100)
+    # as Kafka: the batches' timestamps count, not the time of the append
     plog.append(keyed_batch([(b"a", b"1")], timestamp=NOW), config, NOW)
-    plog.append(keyed_batch([(b"a", b"2")], timestamp=NOW), config, NOW + 100)
+    plog.append(keyed_batch([(b"a", b"2")], timestamp=NOW + 100), config, NOW + 5_000)
     assert len(plog.segments) == 1
-    plog.append(keyed_batch([(b"a", b"3")], timestamp=NOW), config, NOW + 101)
+    plog.append(keyed_batch([(b"a", b"3")], timestamp=NOW + 101), config, NOW + 5_000)
     assert [s.base_offset for s in plog.segments] == [0, 2]
     plog.close()
 
