@@ -485,24 +485,39 @@ class PartitionLog:
 
     def _batches_of(self, seg: SegmentInfo, fd: int, inode: int, pos: int, from_offset: int
                     ) -> Iterator[tuple[ReadPosition, list[LogRecord]]]:
+        """The segment's batches from byte ``pos``: those wholly below ``from_offset`` are
+        skipped by their headers alone, the others checked (CRC) and decoded."""
+        unpack = HEADER.unpack_from
         while pos < seg.size:
             buf = _read_fd(fd, min(seg.size, pos + READ_CHUNK), pos)
-            if len(buf) >= HEADER_SIZE:
-                size = 4 + HEADER.unpack_from(buf, 0)[0]
-                if len(buf) < size and pos + size <= seg.size:
-                    buf = _read_fd(fd, pos + size, pos)  # a batch larger than a chunk
             at = 0
-            while at < len(buf):
-                info = check_batch(buf, at, len(buf))
-                if not isinstance(info, BatchInfo):
-                    if at == 0:
-                        raise CorruptLogError(self.partition, str(seg.path), pos, info)
-                    break  # the next chunk starts with it
-                if info.last_offset >= from_offset:
+            while at + HEADER_SIZE <= len(buf):
+                length, _, _, _, _, base, last_delta, _, _ = unpack(buf, at)
+                size = 4 + length
+                if size < HEADER_SIZE or at + size > len(buf):
+                    break
+                if base + last_delta >= from_offset:
+                    info = check_batch(buf, at, at + size)
+                    if not isinstance(info, BatchInfo):
+                        raise CorruptLogError(self.partition, str(seg.path), pos + at, info)
                     records = list(iter_segment_records(self.partition, seg,
-                                                        buf[at:at + info.size], from_offset))
-                    yield ReadPosition(seg.base_offset, inode, pos + at, info.base_offset), records
-                at += info.size
+                                                        buf[at:at + size], from_offset))
+                    yield ReadPosition(seg.base_offset, inode, pos + at, base), records
+                at += size
+            if at == 0:  # a batch larger than a chunk (or not a batch)
+                length = unpack(buf, 0)[0] if len(buf) >= HEADER_SIZE else 0
+                if len(buf) < HEADER_SIZE or 4 + length < HEADER_SIZE \
+                        or pos + 4 + length > seg.size:
+                    raise CorruptLogError(self.partition, str(seg.path), pos,
+                                          "truncated or bad batch header")
+                buf = _read_fd(fd, pos + 4 + length, pos)
+                info = check_batch(buf, 0, len(buf))
+                if not isinstance(info, BatchInfo):
+                    raise CorruptLogError(self.partition, str(seg.path), pos, info)
+                if info.last_offset >= from_offset:
+                    yield (ReadPosition(seg.base_offset, inode, pos, info.base_offset),
+                           list(iter_segment_records(self.partition, seg, buf, from_offset)))
+                at = info.size
             pos += at
 
     def _open_from(self, from_offset: int) -> list[tuple[SegmentInfo, int]]:

@@ -278,3 +278,17 @@ def test_read_batches_continues_where_a_reader_stopped(tmp_path: Path) -> None:
     again = [r for _, records in plog.read_batches(remembered.offset + 1) for r in records]
     assert again == [r for r in records_of(plog) if r[0] > remembered.offset]
     plog.close()
+
+
+def test_read_batches_reads_a_batch_larger_than_a_chunk(tmp_path: Path) -> None:
+    from storage.log import READ_CHUNK
+
+    plog = PartitionLog.open(tmp_path, 4)
+    plog.append_batch([commit("g", 0, 1)], 1000)
+    plog.append_batch([(b"big-key", b"x" * (READ_CHUNK + 1000))], 1001)
+    plog.append_batch([commit("g", 0, 2)], 1002)
+    plog.flush()
+    for start in (0, 1, 2):
+        got = [r for _, records in plog.read_batches(start) for r in records]
+        assert got == records_of(plog, start)
+    plog.close()
