@@ -9,9 +9,11 @@ PY := $(VENV)/bin/python
 SERVER_STAMP := $(VENV)/.installed-server
 SUITE_STAMP := $(VENV)/.installed-suite
 # Debian packages the suite drives, as command:package: kcat, a real Prometheus and promtool,
-# gcc (the slow/failing-disk tests build an LD_PRELOAD shim) and a headless Chromium (the
-# rebalance timeline page is tested in a real browser).
-SYSTEM_DEPS := kcat:kcat prometheus:prometheus promtool:prometheus gcc:gcc chromium:chromium
+# gcc (the slow/failing-disk tests build an LD_PRELOAD shim), a headless Chromium (the
+# rebalance timeline page is tested in a real browser), and Burrow with the ZooKeeper it keeps
+# its bookkeeping in (zookeeperd brings zookeeper's jar and zooinspector).
+SYSTEM_DEPS := kcat:kcat prometheus:prometheus promtool:prometheus gcc:gcc chromium:chromium \
+	Burrow:burrow zooinspector:zookeeperd
 # pytest-xdist workers (tests/parallel.py says how the tests are spread over them). The suite
 # mostly waits on servers and clients (run serially it keeps about one core of two busy), so
 # twice as many workers as the two cores of a small machine: `make test PYTEST_WORKERS=2`.

@@ -106,6 +106,7 @@ class App:
         self.broker.internal_topics.install_created()
         self.topic_logs = TopicLogs(Path(config.log_dir), image, config, clock)
         self.topic_logs.runtime = self.runtime  # the internal topics' partitions
+        self.runtime.on_durable = self.topic_logs.notify_internal_appended
         attach_topic_logs(self.broker, self.topic_logs)
         runtime_partitions = self.runtime.partitions
         self.telemetry = ClientTelemetry(

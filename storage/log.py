@@ -16,7 +16,7 @@ import bisect
 import os
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,6 +61,24 @@ class SegmentInfo:
     base_offset: int
     path: Path
     size: int
+
+
+@dataclass(frozen=True, slots=True)
+class ReadPosition:
+    """Where a batch starts: its segment (base offset and file inode: a compaction's swap puts
+    another file there), its byte position and its base offset. A reader that stopped before
+    this batch continues here instead of reading its segment from the start."""
+
+    segment: int
+    inode: int
+    position: int
+    offset: int
+
+
+READ_CHUNK = 256 * 1024
+"""What ``read_batches`` reads at a time (a larger batch is read whole)."""
+READ_POSITIONS = 64
+"""How many readers' positions a log remembers."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +127,7 @@ class PartitionLog:
         self._active = active
         self._next_offset = next_offset
         self._lock = threading.RLock()
+        self._read_positions: dict[int, ReadPosition] = {}  # where recent readers stopped
         self._failed: str | None = None
         self._closed_flag = False
         self.compaction_lock = threading.Lock()  # one compaction at a time
@@ -423,6 +442,84 @@ class PartitionLog:
         """
         return self._iter(self._open_from(from_offset), from_offset)
 
+    def read_batches(self, from_offset: int = 0
+                     ) -> Generator[tuple[ReadPosition, list[LogRecord]], None, None]:
+        """Each batch holding offsets >= ``from_offset`` present when the call is made, with
+        its records from ``from_offset``, read in chunks as iterated. The last batch a reader
+        got is remembered (a few per log), so a reader continuing from there does not read its
+        segment from the start: it starts at that batch if it is still in the segment holding
+        ``from_offset`` (same file) at or before it."""
+        start = self._read_position(from_offset)
+        handles = self._open_from(from_offset)
+        last: ReadPosition | None = None
+        try:
+            for i, (seg, fd) in enumerate(handles):
+                inode = os.fstat(fd).st_ino
+                pos = 0
+                if (i == 0 and start is not None and start.segment == seg.base_offset
+                        and start.inode == inode and start.offset <= from_offset
+                        and start.position <= seg.size):
+                    pos = start.position
+                for batch in self._batches_of(seg, fd, inode, pos, from_offset):
+                    last = batch[0]
+                    yield batch
+        finally:
+            for _, fd in handles:
+                os.close(fd)
+            if last is not None:
+                self._remember_read(last)
+
+    def _read_position(self, from_offset: int) -> ReadPosition | None:
+        best = None
+        for position in list(self._read_positions.values()):
+            if position.offset <= from_offset and (best is None or position.offset > best.offset):
+                best = position
+        return best
+
+    def _remember_read(self, position: ReadPosition) -> None:
+        positions = self._read_positions
+        positions.pop(position.offset, None)
+        positions[position.offset] = position
+        while len(positions) > READ_POSITIONS:
+            del positions[next(iter(positions))]
+
+    def _batches_of(self, seg: SegmentInfo, fd: int, inode: int, pos: int, from_offset: int
+                    ) -> Iterator[tuple[ReadPosition, list[LogRecord]]]:
+        """The segment's batches from byte ``pos``: those wholly below ``from_offset`` are
+        skipped by their headers alone, the others checked (CRC) and decoded."""
+        unpack = HEADER.unpack_from
+        while pos < seg.size:
+            buf = _read_fd(fd, min(seg.size, pos + READ_CHUNK), pos)
+            at = 0
+            while at + HEADER_SIZE <= len(buf):
+                length, _, _, _, _, base, last_delta, _, _ = unpack(buf, at)
+                size = 4 + length
+                if size < HEADER_SIZE or at + size > len(buf):
+                    break
+                if base + last_delta >= from_offset:
+                    info = check_batch(buf, at, at + size)
+                    if not isinstance(info, BatchInfo):
+                        raise CorruptLogError(self.partition, str(seg.path), pos + at, info)
+                    records = list(iter_segment_records(self.partition, seg,
+                                                        buf[at:at + size], from_offset))
+                    yield ReadPosition(seg.base_offset, inode, pos + at, base), records
+                at += size
+            if at == 0:  # a batch larger than a chunk (or not a batch)
+                length = unpack(buf, 0)[0] if len(buf) >= HEADER_SIZE else 0
+                if len(buf) < HEADER_SIZE or 4 + length < HEADER_SIZE \
+                        or pos + 4 + length > seg.size:
+                    raise CorruptLogError(self.partition, str(seg.path), pos,
+                                          "truncated or bad batch header")
+                buf = _read_fd(fd, pos + 4 + length, pos)
+                info = check_batch(buf, 0, len(buf))
+                if not isinstance(info, BatchInfo):
+                    raise CorruptLogError(self.partition, str(seg.path), pos, info)
+                if info.last_offset >= from_offset:
+                    yield (ReadPosition(seg.base_offset, inode, pos, info.base_offset),
+                           list(iter_segment_records(self.partition, seg, buf, from_offset)))
+                at = info.size
+            pos += at
+
     def _open_from(self, from_offset: int) -> list[tuple[SegmentInfo, int]]:
         with self._lock:
             segs = self.segments()
@@ -564,6 +661,7 @@ __all__ = [
     "DEFAULT_SEGMENT_BYTES",
     "LogRecord",
     "PartitionLog",
+    "ReadPosition",
     "RecoveryInfo",
     "RecoveryPoint",
     "SegmentInfo",

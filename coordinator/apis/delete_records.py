@@ -3,17 +3,20 @@ high watermark), as Kafka's ``ReplicaManager.deleteRecords``: durably (the offse
 beside the partition's segments before the answer, and the segments wholly below it deleted),
 so ListOffsets earliest and Fetch start there after a restart too, and a fetch below it gets
 OFFSET_OUT_OF_RANGE. An offset past the high watermark is OFFSET_OUT_OF_RANGE; one below the
-log start changes nothing; an internal topic is refused, as Kafka refuses it."""
+log start changes nothing; an internal topic, and a topic whose ``cleanup.policy`` lacks
+``delete``, are refused, as Kafka refuses them."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from coordinator import topiclog
-from coordinator.security.acl import AclOperation, ResourceType
+from coordinator.metadata.image import TopicImage
+from coordinator.security.acl import AclOperation
 from protocol import ErrorCode
 
 from .context import RequestContext
+from .partition_answers import answer_partitions
 
 HIGH_WATERMARK = -1
 """The offset standing for the high watermark (``DeleteRecordsRequest.HIGH_WATERMARK``)."""
@@ -21,30 +24,28 @@ HIGH_WATERMARK = -1
 
 def handle(ctx: RequestContext, request: Any) -> Any:
     logs = topiclog.of(ctx.broker)
-    deletable = ctx.authorized(AclOperation.DELETE, ResourceType.TOPIC,
-                               (t.name for t in request.topics))
-    topics = []
-    for wanted in request.topics:
-        topic = ctx.broker.image.topic(wanted.name)
-        partitions = []
-        for p in wanted.partitions:
-            low, code = -1, ErrorCode.none
-            plog = logs.get(wanted.name, p.partition_index) if topic is not None else None
-            if wanted.name not in deletable:
-                code = ErrorCode.topic_authorization_failed
-            elif topic is not None and topic.is_internal:
-                code = ErrorCode.invalid_topic_exception
-            elif plog is None:
-                code = ErrorCode.unknown_topic_or_partition
-            else:
-                target = plog.high_watermark if p.offset == HIGH_WATERMARK else p.offset
-                if not 0 <= target <= plog.high_watermark:
-                    code = ErrorCode.offset_out_of_range
-                else:
-                    low = plog.delete_records_before(target)
-            partitions.append(ctx.nested("DeleteRecordsPartitionResult",
-                                         partition_index=p.partition_index, low_watermark=low,
-                                         error_code=code))
-        topics.append(ctx.nested("DeleteRecordsTopicResult", name=wanted.name,
-                                 partitions=tuple(partitions)))
-    return ctx.respond(topics=tuple(topics))
+
+    def result(index: int, code: ErrorCode, low: int = -1) -> Any:
+        return ctx.nested("DeleteRecordsPartitionResult", partition_index=index,
+                          low_watermark=low, error_code=code)
+
+    def delete(topic: TopicImage, p: Any) -> Any:
+        plog = logs.get(topic.name, p.partition_index)
+        if topic.is_internal:
+            return result(p.partition_index, ErrorCode.invalid_topic_exception)
+        if plog is None:
+            return result(p.partition_index, ErrorCode.unknown_topic_or_partition)
+        if not logs.log_config(topic).delete:
+            # "can not be deleted due to the configured policy": a compacted topic's log start
+            # moves only by its cleaner
+            return result(p.partition_index, ErrorCode.policy_violation)
+        target = plog.high_watermark if p.offset == HIGH_WATERMARK else p.offset
+        if not 0 <= target <= plog.high_watermark:
+            return result(p.partition_index, ErrorCode.offset_out_of_range)
+        return result(p.partition_index, ErrorCode.none, plog.delete_records_before(target))
+
+    return ctx.respond(topics=answer_partitions(
+        ctx, AclOperation.DELETE, request.topics, lambda t: t.name, lambda t: t.partitions,
+        delete, lambda p, code: result(p.partition_index, code),
+        lambda name, partitions: ctx.nested("DeleteRecordsTopicResult", name=name,
+                                            partitions=partitions)))

@@ -8,10 +8,12 @@ from __future__ import annotations
 from typing import Any
 
 from coordinator import topiclog
-from coordinator.security.acl import AclOperation, ResourceType
+from coordinator.metadata.image import TopicImage
+from coordinator.security.acl import AclOperation
 from protocol import ErrorCode
 
 from .context import RequestContext
+from .partition_answers import answer_partitions
 
 NO_COORDINATOR_EPOCH = -1
 NO_TRANSACTION = -1
@@ -19,31 +21,27 @@ NO_TRANSACTION = -1
 
 def handle(ctx: RequestContext, request: Any) -> Any:
     logs = topiclog.of(ctx.broker)
-    readable = ctx.authorized(AclOperation.READ, ResourceType.TOPIC,
-                              (t.name for t in request.topics))
-    topics = []
-    for wanted in request.topics:
-        topic = ctx.broker.image.topic(wanted.name)
-        partitions = []
-        for index in wanted.partition_indexes:
-            producers: tuple[Any, ...] = ()
-            code = ErrorCode.none
-            plog = logs.get(wanted.name, index) if topic is not None else None
-            if wanted.name not in readable:
-                code = ErrorCode.topic_authorization_failed
-            elif topic is None or not 0 <= index < topic.partitions:
-                code = ErrorCode.unknown_topic_or_partition
-            elif plog is not None:
-                ongoing = plog.transactions.ongoing
-                producers = tuple(
-                    ctx.nested("ProducerState", producer_id=pid, producer_epoch=epoch,
-                               last_sequence=last_seq, last_timestamp=timestamp,
-                               coordinator_epoch=NO_COORDINATOR_EPOCH,
-                               current_txn_start_offset=ongoing.get(pid, NO_TRANSACTION))
-                    for pid, epoch, last_seq, timestamp in plog.producers.active())
-            partitions.append(ctx.nested("PartitionResponse", partition_index=index,
-                                         error_code=code, error_message=None,
-                                         active_producers=producers))
-        topics.append(ctx.nested("TopicResponse", name=wanted.name,
-                                 partitions=tuple(partitions)))
-    return ctx.respond(topics=tuple(topics))
+
+    def response(index: int, code: ErrorCode, producers: tuple[Any, ...] = ()) -> Any:
+        return ctx.nested("PartitionResponse", partition_index=index, error_code=code,
+                          error_message=None, active_producers=producers)
+
+    def describe(topic: TopicImage, index: int) -> Any:
+        if not 0 <= index < topic.partitions:
+            return response(index, ErrorCode.unknown_topic_or_partition)
+        plog = logs.get(topic.name, index)
+        if plog is None:  # an internal topic's partition
+            return response(index, ErrorCode.none)
+        ongoing = plog.transactions.ongoing
+        return response(index, ErrorCode.none, tuple(
+            ctx.nested("ProducerState", producer_id=pid, producer_epoch=epoch,
+                       last_sequence=last_seq, last_timestamp=timestamp,
+                       coordinator_epoch=NO_COORDINATOR_EPOCH,
+                       current_txn_start_offset=ongoing.get(pid, NO_TRANSACTION))
+            for pid, epoch, last_seq, timestamp in plog.producers.active()))
+
+    return ctx.respond(topics=answer_partitions(
+        ctx, AclOperation.READ, request.topics, lambda t: t.name,
+        lambda t: t.partition_indexes, describe, response,
+        lambda name, partitions: ctx.nested("TopicResponse", name=name,
+                                            partitions=partitions)))

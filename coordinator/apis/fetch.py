@@ -140,7 +140,8 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         if total >= request.min_bytes or errors or remaining <= 0 \
                 or all(w.error is not ErrorCode.none for w in wanted):
             break
-        if not await logs.wait_for_append(remaining):
+        internal = any(isinstance(w.plog, InternalPartitionLog) for w in wanted)
+        if not await logs.wait_for_append(remaining, internal):
             wanted = _resolve(ctx, logs, request, readable)
             records, total = _read(wanted, request.max_bytes, committed)
             break

@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from coordinator import topiclog
-from coordinator.security.acl import AclOperation, ResourceType
+from coordinator.metadata.image import TopicImage
+from coordinator.security.acl import AclOperation
 from coordinator.topiclog import PartitionLog
 from coordinator.topiclog.internal import InternalPartitionLog
 from coordinator.topiclog.partition import LEADER_EPOCH
@@ -14,6 +15,7 @@ from protocol import ErrorCode
 
 from . import leadership
 from .context import RequestContext
+from .partition_answers import answer_partitions
 
 LATEST = -1
 EARLIEST = -2
@@ -40,48 +42,33 @@ def _lookup(plog: PartitionLog | InternalPartitionLog, target: int, committed: b
 
 def handle(ctx: RequestContext, request: Any) -> Any:
     logs = topiclog.of(ctx.broker)
+    committed = getattr(request, "isolation_level", 0) == 1
     cluster = ctx.broker.cluster
-    topics = []
-    describable = ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC,
-                                 (t.name for t in request.topics))
-    for wanted in request.topics:
-        topic = ctx.broker.image.topic(wanted.name)
-        partitions = []
-        for p in wanted.partitions:
-            if wanted.name not in describable:
-                partitions.append(ctx.nested(
-                    "ListOffsetsPartitionResponse", partition_index=p.partition_index,
-                    error_code=ErrorCode.topic_authorization_failed, timestamp=NO_TIMESTAMP,
-                    offset=-1, leader_epoch=-1))
-                continue
-            plog = logs.readable(wanted.name, p.partition_index) if topic is not None else None
-            if plog is None:
-                partitions.append(ctx.nested(
-                    "ListOffsetsPartitionResponse", partition_index=p.partition_index,
-                    error_code=ErrorCode.unknown_topic_or_partition, timestamp=NO_TIMESTAMP,
-                    offset=-1, leader_epoch=-1))
-                continue
-            refused = leadership.refusal(ctx, wanted.name, p.partition_index,
-                                         getattr(p, "current_leader_epoch", -1)) \
-                if cluster is not None and topic is not None and not topic.is_internal else None
+
+    def response(index: int, code: ErrorCode, timestamp: int = NO_TIMESTAMP,
+                 offset: int = -1, leader_epoch: int = LEADER_EPOCH) -> Any:
+        return ctx.nested("ListOffsetsPartitionResponse", partition_index=index,
+                          error_code=code, timestamp=timestamp, offset=offset,
+                          leader_epoch=leader_epoch if offset >= 0 else -1)
+
+    def look_up(topic: TopicImage, p: Any) -> Any:
+        plog = logs.readable(topic.name, p.partition_index)
+        if plog is None:
+            return response(p.partition_index, ErrorCode.unknown_topic_or_partition)
+        leader_epoch = LEADER_EPOCH
+        if cluster is not None and not topic.is_internal:
+            refused = leadership.refusal(ctx, topic.name, p.partition_index,
+                                         getattr(p, "current_leader_epoch", -1))
             if refused is not None:
-                partitions.append(ctx.nested(
-                    "ListOffsetsPartitionResponse", partition_index=p.partition_index,
-                    error_code=refused, timestamp=NO_TIMESTAMP, offset=-1, leader_epoch=-1))
-                continue
-            if p.timestamp == MAX_TIMESTAMP and ctx.version < 7:
-                timestamp, offset = NO_TIMESTAMP, -1
-                code = ErrorCode.unsupported_version
-            else:
-                timestamp, offset = _lookup(plog, p.timestamp,
-                                            getattr(request, "isolation_level", 0) == 1)
-                code = ErrorCode.none
-            partitions.append(ctx.nested(
-                "ListOffsetsPartitionResponse", partition_index=p.partition_index,
-                error_code=code, timestamp=timestamp, offset=offset,
-                leader_epoch=(LEADER_EPOCH if cluster is None else
-                              cluster.partition(wanted.name, p.partition_index).leader_epoch)
-                if offset >= 0 else -1))
-        topics.append(ctx.nested("ListOffsetsTopicResponse", name=wanted.name,
-                                 partitions=tuple(partitions)))
-    return ctx.respond(topics=tuple(topics))
+                return response(p.partition_index, refused)
+            leader_epoch = cluster.partition(topic.name, p.partition_index).leader_epoch
+        if p.timestamp == MAX_TIMESTAMP and ctx.version < 7:
+            return response(p.partition_index, ErrorCode.unsupported_version)
+        timestamp, offset = _lookup(plog, p.timestamp, committed)
+        return response(p.partition_index, ErrorCode.none, timestamp, offset, leader_epoch)
+
+    return ctx.respond(topics=answer_partitions(
+        ctx, AclOperation.DESCRIBE, request.topics, lambda t: t.name, lambda t: t.partitions,
+        look_up, lambda p, code: response(p.partition_index, code),
+        lambda name, partitions: ctx.nested("ListOffsetsTopicResponse", name=name,
+                                            partitions=partitions)))

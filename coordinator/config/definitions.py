@@ -309,9 +309,14 @@ BROKER_CONFIGS: tuple[ConfigDef, ...] = (
               "A cap on the size of the coordinator's store; writes past it fail as a full disk "
               "would (the request gets NOT_COORDINATOR). -1 means no cap.", at_least=-1),
     ConfigDef("log.cleaner.enable", BOOL, True,
-              "Enable the log cleaner (compaction) for the coordinator's store."),
+              "Enable the log cleaner (compaction) for the coordinator's store and for topics "
+              "whose cleanup.policy has compact."),
     ConfigDef("log.cleaner.backoff.ms", LONG, 15000,
               "The amount of time to sleep when there are no logs to clean.", at_least=0),
+    ConfigDef("log.cleaner.dedupe.buffer.size", LONG, 134217728,
+              "The memory a topic log cleaning may use for the latest offset of each key of "
+              "the segments it cleans; a log with more keys is cleaned in several passes.",
+              at_least=1),
     ConfigDef("log.cleaner.delete.retention.ms", LONG, 86400000,
               "The amount of time to retain tombstone markers for log compacted topics.",
               at_least=0),

@@ -136,6 +136,8 @@ class CoordinatorRuntime:
                  tombstone_retention_ms: int = 86_400_000,
                  flusher: Flusher | None = None) -> None:
         self.log_dir = Path(log_dir)
+        self.on_durable: Callable[[], None] | None = None
+        """Called when a partition's durable offset moves (records became readable)."""
         self.num_partitions = num_partitions
         self.shard_factory = shard_factory
         self.clock = clock
@@ -561,6 +563,8 @@ class CoordinatorRuntime:
             self._tasks.remove(task)
 
     def _durable(self, partition: _Partition, durable: int) -> None:
+        if durable > partition.durable and self.on_durable is not None:
+            self.on_durable()  # readers of the internal topics long-poll on this
         partition.durable = max(partition.durable, durable)
         waiters = partition.waiters
         while waiters and waiters[0][0] <= partition.durable:

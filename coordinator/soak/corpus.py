@@ -3,7 +3,10 @@
 The APIs and versions come from the registry at run time (``build_registry().specs()``), so an
 API added to it is fuzzed without a change here. Values are drawn per Kafka type from kio's
 field metadata: edge values of each integer width, a small pool of names (so requests meet the
-same topics and groups), nulls where a field is nullable, arrays of zero to three elements.
+same topics and groups, and configs such as ``cleanup.policy=compact``), nulls where a field is
+nullable, arrays of zero to three elements; a records field is random bytes or a valid batch of
+keyed records, tombstones and keyless records (what a compacted topic's cleaner and key check
+meet).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from kio.serial._introspect import (
 
 import protocol
 from coordinator.apis import build_registry
+from coordinator.topiclog.records import build_batch
 from protocol import ApiKey
 from protocol.legacy import LEGACY_APIS, encode_legacy_request
 
@@ -37,7 +41,9 @@ Served = tuple[int, int]
 """(api key, version)."""
 
 NAMES = ("", "fz-0", "fz-1", "fz-2", "fuzz-group", "g1", "consumer", "range", "uniform",
-         "__consumer_offsets", "member-1", "tx-1", "fz-auto")
+         "__consumer_offsets", "__share_group_state", "__transaction_state", "member-1", "tx-1",
+         "fz-auto", "cleanup.policy", "compact",
+         "compact,delete", "delete.retention.ms", "min.cleanable.dirty.ratio", "segment.ms")
 _INT_EDGES = {
     "int8": (-(2**7), 2**7 - 1),
     "int16": (-(2**15), 2**15 - 1),
@@ -118,6 +124,16 @@ def _pick(rng: random.Random, options: Sequence[Any]) -> Any:
     return options[rng.randrange(len(options))]
 
 
+_KEYS = (None, b"k0", b"k1", b"k2")
+_VALUES = (None, b"", b"v", b"value" * 20)
+
+
+def _records(rng: random.Random) -> bytes:
+    """A valid batch (CRC and all) of up to four records from a few keys, some null."""
+    entries = [(_pick(rng, _KEYS), _pick(rng, _VALUES)) for _ in range(rng.randint(1, 4))]
+    return build_batch(entries, _pick(rng, (0, 1_000, 2**40)))
+
+
 def _primitive(rng: random.Random, kafka_type: str) -> Any:
     bounds = _INT_EDGES.get(kafka_type)
     if bounds is not None:
@@ -134,6 +150,8 @@ def _primitive(rng: random.Random, kafka_type: str) -> Any:
         if rng.random() < 0.85:
             return _pick(rng, NAMES)
         return "".join(chr(rng.randint(32, 0x2FF)) for _ in range(rng.randint(0, 40)))
+    if kafka_type == "records" and rng.random() < 0.5:
+        return _records(rng)
     if kafka_type in ("bytes", "records"):
         return rng.randbytes(rng.choice((0, 1, 8, 61, 200)))
     if kafka_type == "uuid":

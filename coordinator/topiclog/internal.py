@@ -1,8 +1,11 @@
-"""The internal topics' partitions as Fetch and ListOffsets read them: ``__consumer_offsets-N``
-and ``__transaction_state-N`` are the coordinator store's partition N, each record in Kafka's
-serialization for its type (``storage/records/kafka_format.py``), at its own offset.
+"""The internal topics' partitions as Fetch and ListOffsets read them: ``__consumer_offsets-N``,
+``__transaction_state-N`` and ``__share_group_state-N`` are the coordinator store's partition N,
+each record in Kafka's serialization for its type (``storage/records/kafka_format.py``), at its
+own offset.
 
-Only what is durable is read (the high watermark is the partition's durable offset). The store
+Only what is durable is read (the high watermark is the partition's durable offset). A fetch
+reads from the batch where a previous reader stopped (``storage.log.PartitionLog.read_batches``),
+a chunk at a time, not its segment from the start. The store
 keeps a pending transactional offset as a record of its own and writes the committed
 OffsetCommit records with the marker, so a reader, read_committed or not, sees an offset
 commit of a transaction once the transaction commits; an aborted one never. The log is read as
@@ -95,10 +98,15 @@ class InternalPartitionLog:
         if found is None:
             return
         plog, end = found
-        for at, timestamp, key, value in plog.read(offset):
-            if at >= end:
-                return
-            yield at, timestamp, kafka_form(self.topic, key, value)
+        batches = plog.read_batches(offset)  # from where the last reader stopped, if it may
+        try:
+            for _, records in batches:
+                for at, timestamp, key, value in records:
+                    if at >= end:
+                        return
+                    yield at, timestamp, kafka_form(self.topic, key, value)
+        finally:
+            batches.close()  # now: the log remembers where this reader stopped
 
     def records(self, offset: int) -> Any:
         """(offset, timestamp, key, value) of the topic's durable records from ``offset``, in

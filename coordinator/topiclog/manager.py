@@ -25,6 +25,7 @@ from coordinator.metadata.topic_names import INTERNAL_TOPICS
 from coordinator.observability.logs import get_logger
 from coordinator.runtime.clock import Clock, SystemClock
 
+from . import cleaner
 from .internal import InternalPartitionLog, internal_log
 from .partition import (
     LogConfig,
@@ -41,6 +42,15 @@ PARTITIONS_PER_TURN = 100  # a pass over every partition yields to the loop this
 _PARTITION_DIR_RE = re.compile(r"^(.+)-(\d+)$")
 
 
+async def _either(first: asyncio.Event, second: asyncio.Event, timeout_s: float) -> bool:
+    waits = [asyncio.ensure_future(first.wait()), asyncio.ensure_future(second.wait())]
+    done, pending = await asyncio.wait(waits, timeout=timeout_s,
+                                       return_when=asyncio.FIRST_COMPLETED)
+    for wait in pending:
+        wait.cancel()
+    return bool(done)
+
+
 class TopicLogs:
     def __init__(self, log_dir: Path, image: MetadataImage, config: ServerConfig,
                  clock: Clock | None = None) -> None:
@@ -54,6 +64,7 @@ class TopicLogs:
         self.runtime: Any = None
         """The coordinator runtime, whose store the internal topics are read from."""
         self._appended: asyncio.Event | None = None
+        self._internal_appended: asyncio.Event | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._remove_stale_directories()
         for topic in image.topics():
@@ -138,6 +149,11 @@ class TopicLogs:
             log_append_time=setting("message.timestamp.type") == "LogAppendTime",
             max_message_bytes=setting("max.message.bytes"),
             min_insync_replicas=setting("min.insync.replicas"),
+            segment_ms=setting("segment.ms"),
+            delete="delete" in setting("cleanup.policy"),
+            compact="compact" in setting("cleanup.policy"),
+            delete_retention_ms=setting("delete.retention.ms"),
+            min_cleanable_dirty_ratio=setting("min.cleanable.dirty.ratio"),
         )
 
     # ------------------------------------------------------------------ appends and waiters
@@ -146,13 +162,24 @@ class TopicLogs:
             self._appended.set()
             self._appended = None
 
-    async def wait_for_append(self, timeout_s: float) -> bool:
-        """Wait until the next append to any partition, for at most ``timeout_s``."""
+    def notify_internal_appended(self) -> None:
+        """Records of the coordinator store became durable: readable in the internal topics."""
+        if self._internal_appended is not None:
+            self._internal_appended.set()
+            self._internal_appended = None
+
+    async def wait_for_append(self, timeout_s: float, internal: bool = False) -> bool:
+        """Wait until the next append to any partition (or, with ``internal``, records of the
+        internal topics becoming readable), for at most ``timeout_s``."""
         if timeout_s <= 0:
             return False
         if self._appended is None:
             self._appended = asyncio.Event()
         event = self._appended
+        if internal:
+            if self._internal_appended is None:
+                self._internal_appended = asyncio.Event()
+            return await _either(event, self._internal_appended, timeout_s)
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(timeout_s):
                 await event.wait()
@@ -170,6 +197,8 @@ class TopicLogs:
     # ------------------------------------------------------------------ background work
     def start(self) -> None:
         self._tasks.append(asyncio.create_task(self._retention_loop()))
+        if self.config["log.cleaner.enable"]:
+            self._tasks.append(asyncio.create_task(self._cleaner_loop()))
         if self.flush_interval_ms > 0:
             self._tasks.append(asyncio.create_task(self._flush_loop()))
 
@@ -202,6 +231,35 @@ class TopicLogs:
                     await asyncio.sleep(0)  # 50,000 partitions must not stop the event loop
             except OSError:
                 log.exception("retention failed")
+
+    async def clean_logs(self) -> int:
+        """One pass of the log cleaner over every compacted partition that needs it; returns
+        how many were cleaned."""
+        now = self.now_ms()
+        cleaned = 0
+        configs: dict[str, LogConfig | None] = {}
+        for i, ((name, _), plog) in enumerate(list(self._logs.items()), start=1):
+            if i % PARTITIONS_PER_TURN == 0:
+                await asyncio.sleep(0)
+            if name not in configs:
+                topic = self.image.topic(name)
+                configs[name] = None if topic is None else self.log_config(topic)
+            config = configs[name]
+            if config is None or not config.compact or plog.closed:
+                continue
+            try:
+                if await cleaner.clean(plog, config, now,
+                                       self.config["log.cleaner.dedupe.buffer.size"]) is not None:
+                    cleaned += 1
+            except OSError:
+                log.exception("topic log cleaning failed", topic=plog.topic,
+                              partition=plog.partition)
+        return cleaned
+
+    async def _cleaner_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.config["log.cleaner.backoff.ms"] / 1000.0)
+            await self.clean_logs()
 
     async def _flush_loop(self) -> None:
         while True:

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from coordinator.observability.logs import get_logger
 from protocol import ErrorCode
-from storage.segment import fsync_dir
+from storage.segment import finish_plan, fsync_dir, plan_directory
 
 from .batch import (
     ZSTD,
@@ -41,6 +41,7 @@ from .batch import (
 )
 from .control import is_commit, marker_batch
 from .producers import ProducerState
+from .records import RecordsError, records_of
 from .segment import NO_TIMESTAMP, Segment
 from .transactions import TransactionIndex
 
@@ -51,6 +52,9 @@ PARTITION_METADATA = "partition.metadata"
 LOG_START_OFFSET = "log-start-offset"
 """The log start offset DeleteRecords moved (Kafka's ``log-start-offset-checkpoint``), one
 per partition directory, written aside, fsynced and renamed."""
+CLEANER_CHECKPOINT = "cleaner-offset-checkpoint"
+"""Where the log cleaner's last pass ended (Kafka keeps one such file per log dir): the
+segments from there on are the dirty ones."""
 LEADER_EPOCH = 0  # the epoch Metadata gives for every partition
 
 
@@ -73,6 +77,11 @@ class LogConfig:
     log_append_time: bool = False
     max_message_bytes: int = 1048588
     min_insync_replicas: int = 1
+    segment_ms: int = 604800000
+    delete: bool = True  # cleanup.policy has delete: retention applies
+    compact: bool = False  # cleanup.policy has compact: the log cleaner applies
+    delete_retention_ms: int = 86400000
+    min_cleanable_dirty_ratio: float = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +105,12 @@ class PartitionLog:
         self._durable = 0
         self._start_offset = 0
         """Where DeleteRecords moved the log start (0: the first segment's base offset)."""
+        self.cleaner_checkpoint = 0
+        """The offset the log cleaner's last pass reached: segments from there are dirty."""
+        self.oldest_kept_tombstone_ms: int | None = 0
+        """The oldest timestamp of a tombstone or marker the last cleaning kept: the log is
+        cleaned again once it is ``delete.retention.ms`` old (None: none kept; 0 after
+        opening: not known)."""
         self._dir_unsynced = False  # a segment file was created whose entry is not fsynced
         self._flushing: asyncio.Future[None] | None = None
         self.closed = False
@@ -108,6 +123,7 @@ class PartitionLog:
     def open(cls, directory: Path, topic: str, partition: int,
              topic_id: uuid.UUID | None = None) -> PartitionLog:
         directory.mkdir(parents=True, exist_ok=True)
+        finish_plan(directory, plan_directory(directory))  # an interrupted cleaning's files
         if topic_id is not None:
             write_partition_metadata(directory, topic_id)
         found = sorted((int(m.group(1)), entry) for entry in directory.iterdir()
@@ -143,7 +159,9 @@ class PartitionLog:
             segments.append(Segment(0, directory / segment_name(0), exists=False))
         plog.segments = segments
         plog._durable = plog.log_end_offset
-        plog._start_offset = min(_read_start_offset(directory), plog.log_end_offset)
+        plog._start_offset = min(read_offset_file(directory / LOG_START_OFFSET),
+                                 plog.log_end_offset)
+        plog.cleaner_checkpoint = read_offset_file(directory / CLEANER_CHECKPOINT)
         return plog
 
     # ------------------------------------------------------------------ offsets
@@ -192,6 +210,8 @@ class PartitionLog:
             raise BatchError(ErrorCode.unsupported_compression_type,
                              "Produce requests with version below 7 are not allowed to use "
                              "ZStandard compression")
+        if config.compact:
+            _check_keys(records, header, self.topic, self.partition)
         if header.is_transactional and not header.has_producer_id:
             raise BatchError(ErrorCode.invalid_record,
                              "Transactional records must carry a producer id")
@@ -205,7 +225,7 @@ class PartitionLog:
         append_time = now_ms if config.log_append_time else None
         data = assign(records, base, self.leader_epoch, append_time)
         stored = read_header(data)
-        if self.active.size > 0 and self.active.size + len(data) > config.segment_bytes:
+        if self._should_roll(len(data), config, stored.max_timestamp):
             self._roll()
         if not self.active.file.exists:
             self._dir_unsynced = True
@@ -213,6 +233,17 @@ class PartitionLog:
         self._track(stored, base, None)
         return AppendResult(base, stored.last_offset, -1 if append_time is None else append_time,
                             self.log_start_offset)
+
+    def _should_roll(self, size: int, config: LogConfig, timestamp: int) -> bool:
+        """Kafka's ``shouldRoll``: the active segment is full, or the batch to append (its max
+        timestamp) is more than ``segment.ms`` after the segment's first batch."""
+        active = self.active
+        if active.size == 0:
+            return False
+        if active.size + size > config.segment_bytes:
+            return True
+        first = active.max_timestamps[0] if active.max_timestamps else NO_TIMESTAMP
+        return first != NO_TIMESTAMP and timestamp - first > config.segment_ms
 
     def _track(self, header: BatchHeader, base: int, control: bytes | None) -> None:
         """What an appended (or recovered) batch changes: its producer's state and, for a
@@ -427,8 +458,13 @@ class PartitionLog:
         ``retention.ms``, then while the log is larger than ``retention.bytes`` by at least a
         whole segment. Deleting every segment rolls a new empty one first."""
         deletable = 0
+        if not config.delete:
+            return 0
         if config.retention_ms >= 0:
             for segment in self.segments:
+                if segment.is_empty and segment is not self.active:
+                    deletable += 1  # emptied by the log cleaner: nothing to keep
+                    continue
                 if segment.is_empty or segment.largest_timestamp == NO_TIMESTAMP:
                     break
                 if now_ms - segment.largest_timestamp <= config.retention_ms:
@@ -439,7 +475,7 @@ class PartitionLog:
             for segment in self.segments[:deletable]:
                 excess -= segment.size
             for segment in self.segments[deletable:]:
-                if segment.is_empty or excess - segment.size < 0:
+                if (segment.is_empty and segment is self.active) or excess - segment.size < 0:
                     break
                 excess -= segment.size
                 deletable += 1
@@ -451,7 +487,7 @@ class PartitionLog:
         wholly below it are deleted. Returns the new log start offset (the low watermark)."""
         if offset <= self.log_start_offset:
             return self.log_start_offset
-        _write_start_offset(self.directory, offset)
+        write_offset_file(self.directory / LOG_START_OFFSET, offset)
         self._start_offset = offset
         below = 0
         while below + 1 < len(self.segments) and self.segments[below + 1].base_offset <= offset:
@@ -478,6 +514,13 @@ class PartitionLog:
                  segments=len(doomed), log_start_offset=self.log_start_offset)
         return len(doomed)
 
+    def cleaned_upto(self, offset: int, oldest_kept_tombstone_ms: int | None) -> None:
+        """The log cleaner's pass ended at ``offset`` (durably noted; a crash before it only
+        makes the next pass clean again)."""
+        write_offset_file(self.directory / CLEANER_CHECKPOINT, offset)
+        self.cleaner_checkpoint = offset
+        self.oldest_kept_tombstone_ms = oldest_kept_tombstone_ms
+
     # ------------------------------------------------------------------ closing
     def close(self) -> None:
         if not self.closed:
@@ -489,6 +532,18 @@ class PartitionLog:
         """Close and remove the partition's directory (renamed first, as Kafka does)."""
         self.close()
         delete_directory(self.directory)
+
+
+def _check_keys(batch: bytes, header: BatchHeader, topic: str, partition: int) -> None:
+    """Kafka's ``LogValidator.validateKey``: every record of a compacted topic has a key."""
+    try:
+        keyless = any(record.key is None for record in records_of(batch, header))
+    except RecordsError as exc:
+        raise BatchError(ErrorCode.corrupt_message, f"Record is corrupt: {exc}") from None
+    if keyless:
+        raise BatchError(ErrorCode.invalid_record,
+                         "Compacted topic cannot accept message without key in topic partition "
+                         f"{topic}-{partition}.")
 
 
 def _fsync(fd: int, directory: Path | None) -> None:
@@ -514,8 +569,9 @@ def write_partition_metadata(directory: Path, topic_id: uuid.UUID) -> None:
     path.write_text(text)
 
 
-def _write_start_offset(directory: Path, offset: int) -> None:
-    path = directory / LOG_START_OFFSET
+def write_offset_file(path: Path, offset: int) -> None:
+    """An offset in a file of its own, written aside, fsynced and renamed in."""
+    directory = path.parent
     aside = path.with_suffix(".tmp")
     fd = os.open(aside, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
@@ -527,9 +583,9 @@ def _write_start_offset(directory: Path, offset: int) -> None:
     fsync_dir(directory)
 
 
-def _read_start_offset(directory: Path) -> int:
+def read_offset_file(path: Path) -> int:
     try:
-        return max(0, int((directory / LOG_START_OFFSET).read_text().strip() or 0))
+        return max(0, int(path.read_text().strip() or 0))
     except (OSError, ValueError):
         return 0
 

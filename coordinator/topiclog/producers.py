@@ -116,6 +116,12 @@ class ProducerState:
                  entry.batches[-1].timestamp if entry.batches else -1)
                 for pid, entry in self._entries.items()]
 
+    def last_offsets(self) -> dict[int, int]:
+        """Producer id -> the last offset of its last batch in the log (what the log cleaner
+        keeps, emptied if need be, so the producer's sequence state survives)."""
+        return {pid: entry.batches[-1].last_offset
+                for pid, entry in self._entries.items() if entry.batches}
+
     def __len__(self) -> int:
         return len(self._entries)
 

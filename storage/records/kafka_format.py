@@ -1,13 +1,16 @@
 """Stored coordinator records as Kafka serializes them in its internal topics, for readers of
-``__consumer_offsets`` and ``__transaction_state`` (Burrow, kcat, kafka-console-consumer's
-``OffsetsMessageFormatter``).
+``__consumer_offsets``, ``__transaction_state`` and ``__share_group_state`` (Burrow, kcat,
+kafka-console-consumer's ``OffsetsMessageFormatter``).
 
 Kafka's key is an int16 key version (the record type) and the key's fields, its value an int16
 version and the value's fields, both in the non-flexible encoding of Kafka's message schemas
 (int16 string lengths, int32 array and bytes lengths, -1 for null). Each record is written in
 the version Kafka 3.9 writes: ``OffsetCommitValue`` v1 when it has an expire timestamp, v3
-otherwise; ``GroupMetadataValue`` v3; ``TransactionLogValue`` v0. A tombstone stays a null
-value. Record types Kafka does not keep in the topic (ours, and the flexible KIP-848 types, not
+otherwise; ``GroupMetadataValue`` v3; ``TransactionLogValue`` v0. The share coordinator's
+``ShareSnapshot`` (key version 0) and ``ShareUpdate`` (key version 1) keys are non-flexible,
+their values v0 in the flexible encoding (compact arrays, tagged fields: ``DeliveryCompleteCount``
+is tag 0, written when it is not its default -1), as Kafka 4.x writes them. A tombstone stays a
+null value. Record types Kafka does not keep in the topic (ours, and the flexible KIP-848 types, not
 served yet) have no Kafka form: ``kafka_form`` returns None, and a reader sees a gap in the
 offsets, as after compaction.
 """
@@ -18,13 +21,17 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
+from storage.codec import uvarint
+
 from .classic import GroupMetadataValue
 from .offsets import OffsetCommitValue
 from .registry import decode_record
+from .share import ShareSnapshotValue, ShareStateBatch, ShareUpdateValue
 from .transactions import TransactionLogValue
 
 CONSUMER_OFFSETS = "__consumer_offsets"
 TRANSACTION_STATE = "__transaction_state"
+SHARE_GROUP_STATE = "__share_group_state"
 
 _H = struct.Struct(">h")
 _I = struct.Struct(">i")
@@ -87,10 +94,53 @@ def _transaction_log(key: Any, value: TransactionLogValue | None
                        + _Q.pack(value.transaction_start_timestamp_ms))
 
 
+_NO_TAGS = uvarint(0)
+
+
+def _state_batches(batches: tuple[ShareStateBatch, ...]) -> bytes:
+    """A flexible ``[]StateBatch``: a compact array, each element with no tagged fields."""
+    return uvarint(len(batches) + 1) + b"".join(
+        _Q.pack(b.first_offset) + _Q.pack(b.last_offset) + struct.pack(">b", b.delivery_state)
+        + _H.pack(b.delivery_count) + _NO_TAGS for b in batches)
+
+
+def _delivery_complete_tag(count: int) -> bytes:
+    """The value's tagged fields: ``DeliveryCompleteCount`` (tag 0) unless it is -1."""
+    if count == -1:
+        return _NO_TAGS
+    return uvarint(1) + uvarint(0) + uvarint(4) + _I.pack(count)
+
+
+def _share_key(version: int, key: Any) -> bytes:
+    return (_H.pack(version) + _string(key.group_id) + key.topic_id.bytes
+            + _I.pack(key.partition))
+
+
+def _share_snapshot(key: Any, value: ShareSnapshotValue | None) -> tuple[bytes, bytes | None]:
+    key_bytes = _share_key(0, key)
+    if value is None:
+        return key_bytes, None
+    return key_bytes, (_H.pack(0) + _I.pack(value.snapshot_epoch) + _I.pack(value.state_epoch)
+                       + _I.pack(value.leader_epoch) + _Q.pack(value.start_offset)
+                       + _Q.pack(value.create_timestamp) + _Q.pack(value.write_timestamp)
+                       + _state_batches(value.state_batches)
+                       + _delivery_complete_tag(value.delivery_complete_count))
+
+
+def _share_update(key: Any, value: ShareUpdateValue | None) -> tuple[bytes, bytes | None]:
+    key_bytes = _share_key(1, key)
+    if value is None:
+        return key_bytes, None
+    return key_bytes, (_H.pack(0) + _I.pack(value.snapshot_epoch) + _I.pack(value.leader_epoch)
+                       + _Q.pack(value.start_offset) + _state_batches(value.state_batches)
+                       + _delivery_complete_tag(value.delivery_complete_count))
+
+
 Form = Callable[[Any, Any], tuple[bytes, "bytes | None"]]
 FORMS: dict[str, dict[int, Form]] = {
     CONSUMER_OFFSETS: {0: _offset_commit, 1: _offset_commit, 2: _group_metadata},
     TRANSACTION_STATE: {1010: _transaction_log},
+    SHARE_GROUP_STATE: {1002: _share_snapshot, 1003: _share_update},
 }
 """Topic -> stored type id -> its Kafka form."""
 

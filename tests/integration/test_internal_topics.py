@@ -4,6 +4,7 @@ with Fetch and ListOffsets in Kafka's record serialization (what kcat and lag ch
 
 from __future__ import annotations
 
+import datetime
 import shutil
 import struct
 import subprocess
@@ -24,7 +25,12 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaConsumer, OffsetAndMetadata
 from kafka import TopicPartition as KafkaTopicPartition
 
+import protocol
+from protocol import ErrorCode
+from protocol.header import read_uvarint
 from tests.harness import ServerProcess, wait_until
+from tests.integration.conftest import WireClient, kio_class
+from tests.integration.share_clients import set_group_configs
 
 KCAT = shutil.which("kcat")
 INTERNAL = {"__consumer_offsets", "__transaction_state", "__share_group_state"}
@@ -96,6 +102,17 @@ def consume_and_commit(server: ServerProcess, group: str, topic: str, count: int
         consumer.commit(asynchronous=False)
     finally:
         consumer.close()
+
+
+def offsets_watermarks(server: ServerProcess, partition: int) -> tuple[int, int]:
+    """(low, high) watermark of a ``__consumer_offsets`` partition (ListOffsets)."""
+    reader = Consumer({"bootstrap.servers": server.bootstrap, "group.id": "watermarks"})
+    try:
+        low, high = reader.get_watermark_offsets(TopicPartition("__consumer_offsets", partition),
+                                                 timeout=10)
+        return int(low), int(high)
+    finally:
+        reader.close()
 
 
 def produce(server: ServerProcess, topic: str, count: int) -> None:
@@ -182,12 +199,7 @@ def test_kcat_lists_a_groups_offset_commits(server: ServerProcess) -> None:
     assert [decoded for _, _, decoded in found] == [(group, topic, 0, 7)]
     # on the group's coordinator partition, which ListOffsets bounds
     partition, offset, _ = found[0]
-    reader = Consumer({"bootstrap.servers": server.bootstrap, "group.id": "watermarks"})
-    try:
-        low, high = reader.get_watermark_offsets(TopicPartition("__consumer_offsets", partition),
-                                                 timeout=10)
-    finally:
-        reader.close()
+    low, high = offsets_watermarks(server, partition)
     assert low == 0 and low <= offset < high
 
 
@@ -321,3 +333,121 @@ def test_restart_keeps_the_internal_topics(tmp_path: Path) -> None:
     finally:
         process.stop()
         process.kill()
+
+
+def share_state(key: bytes, value: bytes | None) -> tuple[str, uuid.UUID, int, int, int,
+                                                          list[tuple[int, int, int]]] | None:
+    """(group, topic id, partition, record type, start offset, [(first, last, delivery state)])
+    of a ShareSnapshot (type 0) or ShareUpdate (type 1) record of ``__share_group_state``, read
+    by Kafka's schemas (non-flexible key; flexible v0 value, read to its last byte)."""
+    (kind,) = struct.unpack_from(">h", key)
+    group, pos = _string(key, 2)
+    topic_id = uuid.UUID(bytes=key[pos:pos + 16])
+    (partition,) = struct.unpack_from(">i", key, pos + 16)
+    assert pos + 20 == len(key) and kind in (0, 1)
+    if value is None:
+        return None
+    version, _snapshot_epoch = struct.unpack_from(">hi", value)
+    assert version == 0
+    pos = 6 + (4 if kind == 0 else 0)  # ShareSnapshot: the state epoch; then the leader epoch
+    (start,) = struct.unpack_from(">q", value, pos + 4)
+    pos += 12 + (16 if kind == 0 else 0)  # ShareSnapshot: create and write timestamps
+    count, pos = read_uvarint(value, pos)
+    batches = []
+    for _ in range(count - 1):
+        first, last, state, _delivery_count = struct.unpack_from(">qqbh", value, pos)
+        tags, pos = read_uvarint(value, pos + 19)
+        assert tags == 0
+        batches.append((first, last, state))
+    tags, pos = read_uvarint(value, pos)
+    for _ in range(tags):
+        _, pos = read_uvarint(value, pos)
+        size, pos = read_uvarint(value, pos)
+        pos += size
+    assert pos == len(value)
+    return group, topic_id, partition, kind, start, batches
+
+
+def test_share_group_state_holds_a_share_groups_acknowledgements(server: ServerProcess) -> None:
+    from confluent_kafka import AcknowledgeType, ShareConsumer
+
+    topic, group = f"jobs-{uuid.uuid4().hex[:6]}", f"sharers-{uuid.uuid4().hex[:6]}"
+    produce(server, topic, 5)
+    set_group_configs(server.bootstrap, group, {"share.auto.offset.reset": "earliest"})
+    consumer = ShareConsumer({"bootstrap.servers": server.bootstrap, "group.id": group,
+                              "share.acknowledgement.mode": "explicit", "log_level": 0})
+    try:
+        consumer.subscribe([topic])
+        seen: set[int] = set()
+        deadline = time.monotonic() + 30
+        while len(seen) < 5 and time.monotonic() < deadline:
+            for message in consumer.poll(0.2):
+                if message.error() is None:
+                    consumer.acknowledge(message, AcknowledgeType.ACCEPT)
+                    seen.add(int(message.offset() or 0))
+            if seen:
+                consumer.commit_sync(15.0)
+        assert seen == set(range(5))
+    finally:
+        consumer.close()
+
+    def acknowledged() -> bool:
+        start, states = 0, dict[int, int]()
+        for _, _, key, value in kcat_records(server, "__share_group_state"):
+            state = share_state(key, value)
+            if state is None or state[0] != group or state[2] != 0:
+                continue
+            _, _, _, kind, record_start, batches = state
+            if kind == 0:  # a snapshot replaces what came before
+                start, states = record_start, {}
+            elif record_start != -1:
+                start = record_start
+            for first, last, delivery_state in batches:
+                states.update(dict.fromkeys(range(first, last + 1), delivery_state))
+        return all(offset < start or states.get(offset) == 2 for offset in range(5))
+
+    wait_until(acknowledged, timeout=20, message="the acknowledgements in __share_group_state")
+
+
+
+def _fetch_at(topic: str, partition: int, offset: int, max_wait_ms: int) -> object:
+    cls = kio_class("fetch", 12, "request", "FetchRequest")
+    topic_cls = kio_class("fetch", 12, "request", "FetchTopic")
+    part_cls = kio_class("fetch", 12, "request", "FetchPartition")
+    return protocol.make(
+        cls, replica_id=-1, max_wait=datetime.timedelta(milliseconds=max_wait_ms),
+        min_bytes=1, max_bytes=1 << 20, isolation_level=0, session_id=0, session_epoch=-1,
+        forgotten_topics_data=(), rack_id="",
+        topics=(protocol.make(topic_cls, topic=topic, partitions=(
+            protocol.make(part_cls, partition=partition, fetch_offset=offset,
+                          current_leader_epoch=-1, last_fetched_epoch=-1, log_start_offset=-1,
+                          partition_max_bytes=1 << 20),)),))
+
+
+def test_a_long_poll_on_consumer_offsets_returns_when_a_commit_arrives(
+        server: ServerProcess) -> None:
+    """A Fetch waiting (max_wait 30 s) at the end of a group's ``__consumer_offsets`` partition
+    is answered once the group's next commit is durable, not when its wait runs out."""
+    topic, group = f"polled-{uuid.uuid4().hex[:6]}", f"waker-{uuid.uuid4().hex[:6]}"
+    produce(server, topic, 3)
+    consume_and_commit(server, group, topic, 3)
+    [partition] = wait_until(lambda: {p for p, _, key, value in kcat_records(
+        server, "__consumer_offsets") if (offset_commit(key, value) or ("",))[0] == group},
+        timeout=15, message="the group's partition")
+    _, end = offsets_watermarks(server, partition)
+    with WireClient(server.bootstrap, timeout=60) as wire:
+        fetch = _fetch_at("__consumer_offsets", partition, end, max_wait_ms=30_000)
+        correlation = wire.send(fetch)
+        committer = Consumer({"bootstrap.servers": server.bootstrap, "group.id": group,
+                              "enable.auto.commit": False})
+        try:
+            started = time.monotonic()
+            committer.commit(offsets=[TopicPartition(topic, 0, 1)], asynchronous=False)
+        finally:
+            committer.close()
+        got, response = wire.recv(int(protocol.ApiKey.FETCH), 12)
+        waited = time.monotonic() - started
+    assert got == correlation
+    answered = response.responses[0].partitions[0]
+    assert answered.error_code == ErrorCode.none and answered.records
+    assert waited < 15, f"answered after {waited:.1f} s: the fetch waited out max_wait"

@@ -255,3 +255,40 @@ def test_read_snapshot_is_stable_while_appending(tmp_path: Path) -> None:
             plog.append_batch([commit("g", i, i)], i)
         rest = list(it)
         assert [first[0]] + [r[0] for r in rest] == [0, 1, 2, 3, 4]
+
+
+def test_read_batches_continues_where_a_reader_stopped(tmp_path: Path) -> None:
+    from storage.compaction import compact
+
+    plog = PartitionLog.open(tmp_path, 3, segment_bytes=600)
+    for i in range(30):
+        plog.append_batch([commit("g", i % 3, i)], 1000 + i)
+    plog.flush()
+    everything = records_of(plog)
+    reader = plog.read_batches(0)
+    first = [next(reader) for _ in range(5)]
+    reader.close()  # remembered: the batch it got last
+    remembered = plog._read_position(first[-1][0].offset)
+    assert remembered == first[-1][0] and remembered.position > 0
+    # a reader from the next offset starts at that batch, and reads what a full read reads
+    after = [r for _, records in plog.read_batches(remembered.offset + 1) for r in records]
+    assert after == [r for r in everything if r[0] > remembered.offset]
+    # a compaction swaps the segment's file: the remembered position is not trusted
+    compact(plog, 0, 10_000)
+    again = [r for _, records in plog.read_batches(remembered.offset + 1) for r in records]
+    assert again == [r for r in records_of(plog) if r[0] > remembered.offset]
+    plog.close()
+
+
+def test_read_batches_reads_a_batch_larger_than_a_chunk(tmp_path: Path) -> None:
+    from storage.log import READ_CHUNK
+
+    plog = PartitionLog.open(tmp_path, 4)
+    plog.append_batch([commit("g", 0, 1)], 1000)
+    plog.append_batch([(b"big-key", b"x" * (READ_CHUNK + 1000))], 1001)
+    plog.append_batch([commit("g", 0, 2)], 1002)
+    plog.flush()
+    for start in (0, 1, 2):
+        got = [r for _, records in plog.read_batches(start) for r in records]
+        assert got == records_of(plog, start)
+    plog.close()
