@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from coordinator.background.executor import BackgroundExecutor
 from coordinator.cluster import BrokerNode, Cluster, Endpoint
 from coordinator.cluster import state_file as cluster_state
+from coordinator.cluster.racks import partition_racks
 from coordinator.config.cluster import BrokerSpec, broker_specs
 from coordinator.groups import metrics_view, timeline_records
 from coordinator.groups.common.offload import ExecutorOffloader
@@ -171,6 +172,8 @@ class App:
         self.broker_servers: dict[int, list[KafkaServer]] = {}
         if config["cluster.brokers"] > 1:
             self._build_cluster()
+        # the rack-aware assignors see each partition's replicas' racks (None: no broker rack)
+        consumers.partition_racks = partition_racks(self.broker.cluster, self.broker.rack)
         # TLS contexts, SASL users and limits are read now, so a bad one stops the start
         self.listener_security = [listener_security(config, listener, self.scram_credentials)
                                   for listener in listeners]

@@ -198,3 +198,21 @@ def test_cluster_listeners_racks_and_advertised_listeners() -> None:
 def test_bad_cluster_configs_are_refused(values: dict[str, str], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         _config(**{"cluster.brokers": "3", **values})
+
+
+def test_partition_racks_are_the_racks_of_the_replicas_brokers() -> None:
+    from coordinator.cluster.racks import partition_racks
+
+    assert partition_racks(None, None) is None  # one broker without a rack: no rack data
+    one = partition_racks(None, "r1")
+    assert one is not None and one("t", 3) == (("r1",), ("r1",), ("r1",))
+    assert partition_racks(Cluster([BrokerNode(n) for n in (1, 2, 3)], 6, 1), None) is None
+    racked = Cluster([BrokerNode(1, "a"), BrokerNode(2, "b"), BrokerNode(3)], 6, 1)
+    racks = partition_racks(racked, None)
+    assert racks is not None
+    racked.replication["t"] = 2
+    found = racks("t", 3)
+    for index, partition_rack in enumerate(found):
+        expected = {racked.brokers[n].rack for n in racked.partition("t", index).replicas}
+        assert set(partition_rack) == expected - {None}
+    assert any(len(r) == 2 for r in found) and any(len(r) == 1 for r in found)

@@ -55,6 +55,8 @@ class AssignorJob:
     """Per topic index, for the lag assignor: log start/end and committed offsets."""
     options: tuple[tuple[str, object], ...] = ()
     """Assignor options (the lag assignor's broker configs)."""
+    partition_racks: tuple[tuple[tuple[str, ...], ...] | None, ...] = ()
+    """Per topic index, each partition's racks (empty: no rack data)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,8 +162,10 @@ def build_job(group_id: str, group_epoch: int, assignor: str,
               metadata: Mapping[str, _Topic],
               offsets: Mapping[str, PartitionOffsets] | None = None,
               options: tuple[tuple[str, object], ...] = (),
-              cache: TargetIndexCache | None = None) -> PreparedJob:
-    """The job for ``members`` (as they will be) starting from their current ``targets``."""
+              cache: TargetIndexCache | None = None,
+              partition_racks: Callable[[str, int], Any] | None = None) -> PreparedJob:
+    """The job for ``members`` (as they will be) starting from their current ``targets``;
+    ``partition_racks``: each partition's racks (``coordinator.cluster.racks``), None: none."""
     cache = cache if cache is not None else TargetIndexCache()
     table = _topic_table(metadata, cache)
     names = table.names
@@ -207,7 +211,10 @@ def build_job(group_id: str, group_epoch: int, assignor: str,
                       tuple(subscriptions), member_ids, instances, racks,
                       tuple([index_of[id(key)] for key in keys]), current,
                       () if offsets is None else tuple(offsets.get(name) for name in names),
-                      options)
+                      options,
+                      () if partition_racks is None else tuple(
+                          partition_racks(name, count) for name, count in zip(
+                          names, table.partition_counts, strict=True)))
     return PreparedJob(job, table.topic_ids)
 
 
@@ -268,9 +275,10 @@ def run_job(job: AssignorJob) -> JobResult:
             job.member_ids, job.instance_ids, job.racks, job.member_subscriptions, given,
             strict=True)
     ]
-    topics = [TopicMetadata(topic_id=i, name=name, partition_count=count)
-              for i, (name, count) in enumerate(zip(job.topic_names, job.partition_counts,
-                                                    strict=True))]
+    racks = job.partition_racks or (None,) * len(job.topic_names)
+    topics = [TopicMetadata(topic_id=i, name=name, partition_count=count, partition_racks=rack)
+              for i, (name, count, rack) in enumerate(zip(
+                  job.topic_names, job.partition_counts, racks, strict=True))]
     offsets: dict[TopicId, PartitionOffsets] = {
         i: value for i, value in enumerate(job.offsets) if value is not None}
     result = assignor.assign(AssignmentSpec.build(specs, topics, offsets=offsets or None,

@@ -80,6 +80,9 @@ class ConsumerGroupEnv:
     """Where offloaded assignor runs go (``groups.offload.Offloader``); None runs inline."""
     log_offsets: Any = None
     """``(topic, partition) -> (log start, log end) | None`` from the data plane, for lag."""
+    partition_racks: Any = None
+    """``(topic, partition count) ->`` each partition's replicas' racks, for the rack-aware
+    assignors (``coordinator.cluster.racks``); None: no broker has a rack."""
     _assignors: dict[str, PartitionAssignor] = field(default_factory=dict)
 
     def assignor(self, name: str) -> PartitionAssignor:

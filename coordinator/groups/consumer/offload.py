@@ -142,13 +142,14 @@ def start_run(shard: Any, env: ConsumerGroupEnv, group: ConsumerGroup, group_epo
                if assignor_name == LAG_ASSIGNOR else None)
     if offload:
         prepared = build_job(gid, group_epoch, assignor_name, members, targets, metadata,
-                             offsets, settings.lag_options, group.job_targets)
+                             offsets, settings.lag_options, group.job_targets,
+                             env.partition_racks)
         log.info("offloaded target assignment", group_id=gid, group_epoch=group_epoch,
                  assignor=assignor_name, members=len(members))
         return [], start_effect(shard, gid, prepared, env.offloader, now_ms, env), None
     result = build_target(group, group_epoch, members, targets, metadata,
                           env.assignor(assignor_name), now_ms, offsets,
-                          dict(settings.lag_options), policy)
+                          dict(settings.lag_options), policy, env.partition_racks)
     log.info("computed target assignment", group_id=gid, assignment_epoch=result.epoch,
              assignor=assignor_name, members=len(members), assign_ms=round(result.assign_ms, 2))
     if result.next_round:  # incremental resolution: the next round, once the interval passed

@@ -13,7 +13,7 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, cast
 
 from assignors import (
     AssignmentSpec,
@@ -75,11 +75,12 @@ def build_target(group: ConsumerGroup, group_epoch: int, members: Mapping[str, C
                  assignor: PartitionAssignor, now_ms: int,
                  offsets: Mapping[str, PartitionOffsets] | None = None,
                  options: Mapping[str, object] | None = None,
-                 policy: ImbalancePolicy | None = None) -> TargetResult:
+                 policy: ImbalancePolicy | None = None,
+                 racks: Callable[[str, int], Any] | None = None) -> TargetResult:
     """A new target assignment at ``group_epoch`` for ``members`` (the group's members as they
     will be after this event), starting from their current ``targets``; the assignor's answer
     goes through the group's imbalance ``policy`` (``imbalance``), if on or partitions are
-    held."""
+    held; ``racks``: each partition's racks, for the rack-aware assignors."""
     # The casts (to and from the assignors' ``TopicId``, any hashable) are needed because a
     # Mapping's key type is invariant: an ``Assignment`` (keyed by ``uuid.UUID``) is no
     # ``Mapping[TopicId, ...]`` to mypy, and the assignor answers with the topic ids given.
@@ -90,7 +91,8 @@ def build_target(group: ConsumerGroup, group_epoch: int, members: Mapping[str, C
                    assignment=current.get(m.member_id, {}))
         for m in members.values()
     ]
-    topics = [TopicMetadata(topic_id=t.topic_id, name=t.name, partition_count=t.partitions)
+    topics = [TopicMetadata(topic_id=t.topic_id, name=t.name, partition_count=t.partitions,
+                            partition_racks=None if racks is None else racks(t.name, t.partitions))
               for t in metadata.values()]
     started = time.perf_counter()
     by_id: dict[TopicId, PartitionOffsets] | None = None if offsets is None else {
