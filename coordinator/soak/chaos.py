@@ -179,8 +179,10 @@ class Soak:
     def kill_loop(self, deadline: float) -> None:
         s = self.settings
         while time.monotonic() < deadline:
-            next_kill = time.monotonic() + self.rng.uniform(s.min_interval_s, s.max_interval_s)
             killed_at, acked = self.kill_and_restart()
+            # counted from the restart, as documented: on a slow machine a restart takes
+            # seconds, which would otherwise leave the groups no time to come back
+            next_kill = time.monotonic() + self.rng.uniform(s.min_interval_s, s.max_interval_s)
             self.record_convergence(*self.wait_converged(
                 killed_at, min(next_kill, killed_at + CONVERGE_TIMEOUT_S)))
             self.outcome.lost_commits_after_kills += self.check_commits(acked)
