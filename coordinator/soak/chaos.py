@@ -43,6 +43,9 @@ POLL_S = 0.1
 @dataclass
 class Settings:
     minutes: float = 10.0
+    kills: int | None = None
+    """Set: the loop ends after this many kills instead of after ``minutes`` (a slow machine's
+    restarts then make the run longer, not the kills fewer)."""
     seed: int = 0
     min_interval_s: float = 2.0
     max_interval_s: float = 10.0
@@ -178,7 +181,8 @@ class Soak:
 
     def kill_loop(self, deadline: float) -> None:
         s = self.settings
-        while time.monotonic() < deadline:
+        while (self.outcome.kills < s.kills if s.kills is not None
+               else time.monotonic() < deadline):
             killed_at, acked = self.kill_and_restart()
             # counted from the restart, as documented: on a slow machine a restart takes
             # seconds, which would otherwise leave the groups no time to come back
@@ -258,6 +262,8 @@ class Soak:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--minutes", type=float, default=10.0, help="how long the kills go on")
+    parser.add_argument("--kills", type=int, default=None,
+                        help="end after this many kills instead of after --minutes")
     parser.add_argument("--seed", type=int, default=0, help="seeds the kill intervals")
     parser.add_argument("--min-interval-s", type=float, default=2.0,
                         help="shortest time from a restart to the next kill")
@@ -273,8 +279,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def settings_from(args: argparse.Namespace) -> Settings:
     if not 0 < args.min_interval_s <= args.max_interval_s:
         raise SystemExit("soak chaos: need 0 < --min-interval-s <= --max-interval-s")
-    return Settings(minutes=args.minutes, seed=args.seed, min_interval_s=args.min_interval_s,
-                    max_interval_s=args.max_interval_s, partitions=args.partitions,
+    if args.kills is not None and args.kills < 1:
+        raise SystemExit("soak chaos: need --kills >= 1")
+    return Settings(minutes=args.minutes, kills=args.kills, seed=args.seed,
+                    min_interval_s=args.min_interval_s, max_interval_s=args.max_interval_s,
+                    partitions=args.partitions,
                     rate=args.rate, data_dir=args.data_dir)
 
 
