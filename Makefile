@@ -18,6 +18,10 @@ SYSTEM_DEPS := kcat:kcat prometheus:prometheus promtool:prometheus gcc:gcc chrom
 # mostly waits on servers and clients (run serially it keeps about one core of two busy), so
 # twice as many workers as the two cores of a small machine: `make test PYTEST_WORKERS=2`.
 PYTEST_WORKERS ?= 4
+# pytest keeps the bytecode of what it imports (its rewritten test modules too) even where
+# PYTHONDONTWRITEBYTECODE is set: otherwise each worker, and each server and client process the
+# tests start, compiles every module again (a worker's collection takes 10 s of CPU instead of 4).
+PYTEST := PYTHONDONTWRITEBYTECODE= $(PY) -m pytest
 
 .PHONY: run test test-fast lint typecheck bench-codec clean system-deps
 # A recipe that fails leaves no half-made target behind (a venv whose creation broke off).
@@ -57,10 +61,10 @@ run: $(SERVER_STAMP)
 test: $(SUITE_STAMP) system-deps
 	$(PY) -m ruff check .
 	$(PY) -m mypy
-	$(PY) -m pytest -q -n $(PYTEST_WORKERS)
+	$(PYTEST) -q -n $(PYTEST_WORKERS)
 
 test-fast: $(SUITE_STAMP) system-deps
-	$(PY) -m pytest -q -n $(PYTEST_WORKERS) -m 'not slow'
+	$(PYTEST) -q -n $(PYTEST_WORKERS) -m 'not slow'
 
 lint: $(SUITE_STAMP)
 	$(PY) -m ruff check .

@@ -29,7 +29,8 @@ from .stats import BackgroundStats
 
 log = get_logger("coordinator.executor")
 
-PRELOAD = ("coordinator.groups.common.assignor_job", "coordinator.groups.streams.task_job")
+PRELOAD = ("coordinator.groups.common.assignor_job", "coordinator.groups.streams.task_job",
+           "coordinator.groups.consumer.regex_job")
 """Modules the forkserver imports once, so each worker starts with them loaded."""
 
 Task = Callable[[Any], Any]

@@ -31,7 +31,6 @@ as a multiple of that read's.
 from __future__ import annotations
 
 import argparse
-import compileall
 import json
 import shutil
 import socket
@@ -48,7 +47,7 @@ import structlog.testing
 import protocol
 from coordinator.runtime.partitioner import partition_for
 from coordinator.testing import ServerProcess
-from coordinator.testing.server_process import ROOT
+from coordinator.testing.server_process import compile_server
 from protocol import ErrorCode
 from storage import snapshot
 from storage.bench import raw_read, segment_files
@@ -210,17 +209,6 @@ def _check(groups: list[Any], built: dict[str, Any]) -> None:
                 if p.committed_offset != expected:
                     raise AssertionError(f"{group.group_id} {topic.name}-{p.partition_index}: "
                                          f"{p.committed_offset}, expected {expected}")
-
-
-SERVER_PACKAGES = ("coordinator", "storage", "protocol", "assignors", "metrics")
-"""The packages of this repository a server imports."""
-
-
-def compile_server() -> None:
-    """Write the bytecode of the server's modules, where Python looks for it (``__pycache__``,
-    or ``PYTHONPYCACHEPREFIX``); those already compiled are left as they are."""
-    for package in SERVER_PACKAGES:
-        compileall.compile_dir(ROOT / package, quiet=1)
 
 
 def run_size(records: int, runs: int, directory: str | None) -> list[dict[str, Any]]:

@@ -53,6 +53,10 @@ POLL_S = 0.1
 @dataclass
 class Settings:
     minutes: float = 10.0
+    kills: int | None = None
+    """Set: the loop ends after this many kills (faults of any kind, with ``brokers`` > 1)
+    instead of after ``minutes`` (a slow machine's
+    restarts then make the run longer, not the kills fewer)."""
     seed: int = 0
     min_interval_s: float = 2.0
     max_interval_s: float = 10.0
@@ -240,12 +244,16 @@ class Soak:
 
     def kill_loop(self, deadline: float) -> None:
         s = self.settings
-        while time.monotonic() < deadline:
-            next_kill = time.monotonic() + self.rng.uniform(s.min_interval_s, s.max_interval_s)
+        faults = 0
+        while (faults < s.kills if s.kills is not None else time.monotonic() < deadline):
             if s.brokers > 1:
                 kind, killed_at, acked = self.cluster_fault()
             else:
                 kind, (killed_at, acked) = cluster_faults.KILL, self.kill_and_restart()
+            faults += 1
+            # counted from the restart, as documented: on a slow machine a restart takes
+            # seconds, which would otherwise leave the groups no time to come back
+            next_kill = time.monotonic() + self.rng.uniform(s.min_interval_s, s.max_interval_s)
             stable_s, resumed_s = self.wait_converged(
                 killed_at, min(next_kill, killed_at + CONVERGE_TIMEOUT_S))
             self.record_convergence(stable_s, resumed_s)
@@ -333,6 +341,9 @@ class Soak:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--minutes", type=float, default=10.0, help="how long the kills go on")
+    parser.add_argument("--kills", type=int, default=None,
+                        help="end after this many kills (faults, with --brokers) instead of "
+                             "after --minutes")
     parser.add_argument("--seed", type=int, default=0, help="seeds the kill intervals")
     parser.add_argument("--min-interval-s", type=float, default=2.0,
                         help="shortest time from a restart to the next kill")
@@ -353,9 +364,12 @@ def settings_from(args: argparse.Namespace) -> Settings:
         raise SystemExit("soak chaos: need 0 < --min-interval-s <= --max-interval-s")
     if args.brokers < 1:
         raise SystemExit("soak chaos: need --brokers 1 or more")
-    return Settings(minutes=args.minutes, seed=args.seed, min_interval_s=args.min_interval_s,
-                    max_interval_s=args.max_interval_s, partitions=args.partitions,
-                    rate=args.rate, data_dir=args.data_dir, brokers=args.brokers)
+    if args.kills is not None and args.kills < 1:
+        raise SystemExit("soak chaos: need --kills >= 1")
+    return Settings(minutes=args.minutes, kills=args.kills, seed=args.seed,
+                    min_interval_s=args.min_interval_s, max_interval_s=args.max_interval_s,
+                    partitions=args.partitions, rate=args.rate, data_dir=args.data_dir,
+                    brokers=args.brokers)
 
 
 def run_soak(settings: Settings) -> dict[str, Any]:

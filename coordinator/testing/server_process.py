@@ -5,10 +5,16 @@ The server binds port 0 and logs its bound port; ``ServerProcess`` reads its std
 on a thread, so tests can wait on log events with a deadline and assert on them. With a
 ``profile`` (``serve --profile``) the profile decides the metrics listener; ``restart`` kills
 the server (SIGKILL) and starts it again on the ports it had, with the same data.
+
+The first start in a process writes the bytecode of the server's modules (``compile_server``):
+where ``PYTHONDONTWRITEBYTECODE`` is set and nothing compiled them yet (a clean clone), every
+server process would otherwise compile ~250 modules again as it starts (about 0.75 s of CPU
+more per start, on a suite that starts hundreds).
 """
 
 from __future__ import annotations
 
+import compileall
 import json
 import os
 import random
@@ -23,6 +29,18 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent.parent
+SERVER_PACKAGES = ("coordinator", "storage", "protocol", "assignors", "metrics")
+"""The packages of this repository a server imports."""
+_compiled = False
+
+
+def compile_server() -> None:
+    """Write the bytecode of the server's modules, where Python looks for it (``__pycache__``,
+    or ``PYTHONPYCACHEPREFIX``); those already compiled are left as they are."""
+    global _compiled
+    for package in SERVER_PACKAGES:
+        compileall.compile_dir(ROOT / package, quiet=1)
+    _compiled = True
 
 
 def wait_until(condition: Callable[[], Any], timeout: float = 10.0, interval: float = 0.02,
@@ -60,6 +78,8 @@ class ServerProcess:
 
     # --- lifecycle ---------------------------------------------------------------------------
     def start(self, timeout: float = 20.0) -> ServerProcess:
+        if not _compiled:
+            compile_server()
         args = [sys.executable, "-m", "coordinator", "serve", *self.extra_args]
         for key, value in self.overrides.items():
             args += ["--override", f"{key}={value}"]

@@ -2,7 +2,7 @@
 repository's Makefile, with stand-ins for everything they would install or run.
 
 PATH holds only a temporary bin directory, so the machine's own kcat, prometheus, promtool, gcc,
-chromium, apt-get and sudo are hidden whatever the machine has. The stand-ins record their argv:
+chromium, Burrow, zooinspector, apt-get and sudo are hidden whatever the machine has. The stand-ins record their argv:
 apt-get also records the DEBIAN_FRONTEND it sees and whether it runs privileged (root per the
 stand-in ``id``, whose ``-u`` answer each test picks, or through the stand-in sudo), fails as apt
 does when it is not, and on ``install`` provides the packages' commands. The Python paths run with
@@ -30,7 +30,7 @@ MAKE = shutil.which("make")  # resolved before any test narrows PATH (`make test
 
 # Debian package -> the commands it installs (what the Makefile's SYSTEM_DEPS expects).
 PACKAGES = {"kcat": ("kcat",), "prometheus": ("prometheus", "promtool"), "gcc": ("gcc",),
-            "chromium": ("chromium",)}
+            "chromium": ("chromium",), "burrow": ("Burrow",), "zookeeperd": ("zooinspector",)}
 COMMANDS = frozenset(command for commands in PACKAGES.values() for command in commands)
 
 # record FILE FIELD...: appends one line, the fields separated by tabs.
@@ -65,6 +65,8 @@ if [ "$1" = install ]; then
       prometheus) provide prometheus; provide promtool ;;
       gcc) provide gcc ;;
       chromium) provide chromium ;;
+      burrow) provide Burrow ;;
+      zookeeperd) provide zooinspector ;;
       *) echo "E: Unable to locate package $pkg" >&2; exit 100 ;;
     esac
   done
@@ -208,7 +210,10 @@ CASES = {
     "promtool missing": (COMMANDS - {"promtool"}, ["prometheus"]),
     "gcc missing": (COMMANDS - {"gcc"}, ["gcc"]),
     "chromium missing": (COMMANDS - {"chromium"}, ["chromium"]),
-    "all missing": (frozenset(), ["kcat", "prometheus", "gcc", "chromium"]),
+    "burrow missing": (COMMANDS - {"Burrow"}, ["burrow"]),
+    "zookeeperd missing": (COMMANDS - {"zooinspector"}, ["zookeeperd"]),
+    "all missing": (frozenset(), ["kcat", "prometheus", "gcc", "chromium", "burrow",
+                                  "zookeeperd"]),
 }
 case_params = pytest.mark.parametrize(("present", "wanted"), list(CASES.values()),
                                       ids=list(CASES))

@@ -22,7 +22,6 @@ runs inline in the heartbeat, as it did before.
 from __future__ import annotations
 
 import functools
-import time
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
@@ -39,12 +38,12 @@ from storage.records import ConsumerGroupRegularExpressionKey, ConsumerGroupRegu
 
 from . import records
 from .model import interned_topic_names
+from .regex_job import compile_regex as _compile
+from .regex_job import resolve_all as resolve_all  # the task (bench, tests)
 
 Resolved = Mapping[str, frozenset[str]]
 """Regex -> the topic names it resolves to."""
 
-_OPTIONS = re2.Options()
-_OPTIONS.log_errors = False
 
 log = get_logger("coordinator.groups.consumer.regex")
 
@@ -59,10 +58,6 @@ class ResolvedRegex:
 
 
 @functools.lru_cache(maxsize=1024)
-def _compile(regex: str) -> Any:
-    return re2.compile(regex, _OPTIONS)
-
-
 def check(regex: str) -> None:
     """INVALID_REGULAR_EXPRESSION unless RE2 compiles ``regex`` (Kafka's message)."""
     try:
@@ -144,30 +139,6 @@ def known(group: Any, regexes: Iterable[str]) -> tuple[list[Record], dict[str, f
 def offloads(env: Any) -> bool:
     """Whether regexes are resolved in the background (an offloader that runs tasks)."""
     return env.offloader is not None and hasattr(env.offloader, "submit_task")
-
-
-def resolve_all(payload: tuple[tuple[str, ...], tuple[str, ...]]
-                ) -> tuple[dict[str, tuple[str, ...]], float]:
-    """The background task (Kafka's ``refreshRegularExpressions``): each regex's matching
-    topic names, and how long it took (ms). Regexes were checked when members brought them;
-    one that does not compile here matches nothing."""
-    began = time.perf_counter()
-    regexes, names = payload
-    compiled = []
-    for regex in regexes:
-        try:
-            compiled.append((regex, _compile(regex)))
-        except re2.error:
-            pass
-    found: dict[str, list[str]] = {regex: [] for regex in regexes}
-    for regex, pattern in compiled:
-        matches = found[regex]
-        match = pattern.fullmatch
-        for name in names:
-            if match(name) is not None:
-                matches.append(name)
-    return ({regex: tuple(topics) for regex, topics in found.items()},
-            (time.perf_counter() - began) * 1000.0)
 
 
 def refresh_due(group: Any, now_ms: int, interval_ms: int) -> bool:
