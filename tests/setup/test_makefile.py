@@ -2,7 +2,8 @@
 repository's Makefile, with stand-ins for everything they would install or run.
 
 PATH holds only a temporary bin directory, so the machine's own kcat, prometheus, promtool, gcc,
-chromium, Burrow, zooinspector, apt-get and sudo are hidden whatever the machine has. The stand-ins record their argv:
+chromium, Burrow, zooinspector, apt-get and sudo are hidden whatever the machine has. The
+stand-ins record their argv:
 apt-get also records the DEBIAN_FRONTEND it sees and whether it runs privileged (root per the
 stand-in ``id``, whose ``-u`` answer each test picks, or through the stand-in sudo), fails as apt
 does when it is not, and on ``install`` provides the packages' commands. The Python paths run with
