@@ -212,6 +212,7 @@ def test_partition_racks_are_the_racks_of_the_replicas_brokers() -> None:
     assert racks is not None
     racked.replication["t"] = 2
     found = racks("t", 3)
+    assert found is not None
     for index, partition_rack in enumerate(found):
         expected = {racked.brokers[n].rack for n in racked.partition("t", index).replicas}
         assert set(partition_rack) == expected - {None}
