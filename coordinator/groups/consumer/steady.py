@@ -39,6 +39,14 @@ def steady_heartbeat(shard: Any, now_ms: int, env: ConsumerGroupEnv,
     (then ``heartbeat.heartbeat`` decides)."""
     if not is_steady_request(request):
         return None
+    response = steady_response(shard, now_ms, env, request)
+    return None if response is None else Result((), response)
+
+
+def steady_response(shard: Any, now_ms: int, env: ConsumerGroupEnv,
+                    request: HeartbeatRequest) -> HeartbeatResponse | None:
+    """``steady_heartbeat``'s response for a request ``is_steady_request`` accepted (its
+    member's session timer moved), or None, with nothing changed."""
     group = shard.groups.get(request.group_id)
     if type(group) is not ConsumerGroup:
         return None
@@ -55,7 +63,7 @@ def steady_heartbeat(shard: Any, now_ms: int, env: ConsumerGroupEnv,
     assigned = member.assigned_partitions
     if assigned:
         ids = subscribed_ids(member, group.subscription_metadata)
-        if any(topic_id not in ids for topic_id in assigned):
+        if not ids.issuperset(assigned):
             return None  # partitions of a topic it no longer subscribes to: to revoke
     gid = group.group_id
     settings = group_settings(shard, env, gid)
@@ -64,4 +72,4 @@ def steady_heartbeat(shard: Any, now_ms: int, env: ConsumerGroupEnv,
     if not shard.timers.postpone(session_key(gid, member.member_id),
                                  now_ms + settings.session_timeout_ms):
         schedule_session_timeout(shard, env, gid, member.member_id, now_ms)
-    return Result((), HeartbeatResponse(member.member_id, epoch, settings.heartbeat_interval_ms))
+    return HeartbeatResponse(member.member_id, epoch, settings.heartbeat_interval_ms)
