@@ -17,9 +17,9 @@ from coordinator.groups.consumer.heartbeat import (
     validate,
 )
 from coordinator.groups.consumer.steady import (
+    SteadyHeartbeats,
     is_steady_request,
     steady_heartbeat,
-    steady_response,
 )
 from coordinator.runtime import CoordinatorError, Result
 from coordinator.security.acl import AclOperation, ResourceType
@@ -154,21 +154,26 @@ def handle(ctx: RequestContext, request: Any) -> Any:
 def _again(ctx: RequestContext, env: ConsumerGroupEnv, hb: HeartbeatRequest
            ) -> Callable[[], EncodedBody | None]:
     """How to answer the same steady heartbeat again: on the steady path only
-    (``steady_response``), run now by the runtime if it can (``run_now``), with no authorizer
-    (whose ACLs may change) to ask."""
+    (``SteadyHeartbeats``), run now by the runtime if it can (``run_now``), with no
+    authorizer (whose ACLs may change) to ask."""
     broker = ctx.broker
     runtime = broker.runtime
     index = runtime.partition_for(hb.group_id)
     group_id = hb.group_id
-
-    def steady(shard: Any, now: int) -> HeartbeatResponse | None:
-        return steady_response(shard, now, env, hb)
+    interval_ms = SteadyHeartbeats(env, hb).interval_ms
+    last: list[Any] = [None, None]  # the last interval answered, and its body
 
     def again() -> EncodedBody | None:
         if broker.authorizer is not None:
             return None
-        response = runtime.run_now(index, steady, "ConsumerGroupHeartbeat", group_id)
-        return None if response is None else _steady_body(ctx, response)
+        interval = runtime.run_now(index, interval_ms, "ConsumerGroupHeartbeat", group_id)
+        if interval is None:
+            return None
+        if interval != last[0]:
+            last[:] = interval, _steady_body(ctx, HeartbeatResponse(
+                hb.member_id, hb.member_epoch, interval))
+        body: EncodedBody = last[1]
+        return body
 
     return again
 
