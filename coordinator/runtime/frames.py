@@ -31,6 +31,7 @@ class FrameStream(asyncio.Protocol):
         self.eof = False
         self.error: BaseException | None = None
         self._waiter: asyncio.Future[None] | None = None
+        self._needed = 1  # what the waiting reader needs in the buffer to go on
         self._paused = False
         self._write_paused = False
         self._drain_waiter: asyncio.Future[None] | None = None
@@ -44,7 +45,10 @@ class FrameStream(asyncio.Protocol):
         self.buffer += data
         if self.on_data is not None:
             self.on_data()
-        self._wake()
+        if len(self.buffer) >= self._needed:
+            self._wake()
+        elif self._waiter is not None:
+            return  # the reader waits for more (woken, it would only wait again): read on
         if (not self._paused and len(self.buffer) > 2 * self.limit
                 and self.transport is not None):
             try:
@@ -85,8 +89,9 @@ class FrameStream(asyncio.Protocol):
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
-    async def wait(self) -> None:
-        """Until more bytes come (or the end of the stream): the caller looks again."""
+    async def wait(self, needed: int = 1) -> None:
+        """Until the buffer holds ``needed`` bytes or more, or the stream ends: the caller
+        looks again."""
         if self.error is not None:
             raise self.error
         if self.eof:
@@ -94,11 +99,13 @@ class FrameStream(asyncio.Protocol):
         if self._paused and self.transport is not None:  # the reader wants more: let it in
             self._paused = False
             self.transport.resume_reading()
+        self._needed = needed
         waiter = self._waiter = asyncio.get_running_loop().create_future()
         try:
             await waiter
         finally:
             self._waiter = None
+            self._needed = 1
         if self.error is not None:
             raise self.error
 
@@ -120,7 +127,7 @@ class FrameStream(asyncio.Protocol):
                 if buffer:
                     raise asyncio.IncompleteReadError(bytes(buffer), 4)
                 return None
-            await self.wait()
+            await self.wait(4)
         size: int = _SIZE.unpack_from(buffer)[0]
         return size
 
@@ -133,7 +140,7 @@ class FrameStream(asyncio.Protocol):
                 raise self.error
             if self.eof:
                 raise asyncio.IncompleteReadError(bytes(buffer[4:]), size)
-            await self.wait()
+            await self.wait(end)
         frame = bytes(buffer[4:end])
         self.consume(end)
         return frame

@@ -374,9 +374,12 @@ class CoordinatorRuntime:
                 or partition.turn_ms > TURN_BUDGET_MS):
             return None
         if self.flush_interval_ms == 0:
-            needed = partition.appended if group_id is None else max(
-                partition.appended_unkeyed, partition.appended_by_group.get(group_id, 0))
-            if partition.durable < needed:
+            durable = partition.durable
+            if group_id is None:
+                if durable < partition.appended:
+                    return None
+            elif (durable < partition.appended_unkeyed
+                  or durable < partition.appended_by_group.get(group_id, 0)):
                 return None
         started = time.perf_counter()
         try:
