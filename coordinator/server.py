@@ -273,6 +273,12 @@ class Connection:
         buffer = stream.buffer
         stream.on_data = self._inline
         while True:
+            if len(buffer) >= 4 and self.shortcuts and self._answer_shortcuts():
+                # frames read while this loop was busy (a backlog): answered as a read's
+                # callback would, then the other connections get their turn
+                dispatched_in_turn = 0
+                await asyncio.sleep(0)
+                continue
             if len(buffer) >= 4:
                 (size,) = _SIZE.unpack_from(buffer)
             else:
@@ -334,13 +340,20 @@ class Connection:
         shortcuts[frame[:4] + _NO_CORRELATION + frame[8:]] = shortcut
 
     def _inline(self) -> None:
-        """After a read, while the reader waits at a frame's start with nothing owed: answer
-        the whole frames at the front of the buffer that have shortcuts, up to the first that
-        has none or that its shortcut cannot answer (the reader takes it from there), at most
-        ``INLINE_REQUESTS`` of them; their answers go out in one write."""
+        """After a read, while the reader waits at a frame's start: ``_answer_shortcuts``."""
+        if self._waiting and self.shortcuts:
+            self._answer_shortcuts()
+
+    def _answer_shortcuts(self) -> int:
+        """With the buffer at a frame's start and no answer owed (none queued, the
+        transport's buffer below its high-water mark): answer the whole frames at the front of
+        the buffer that have shortcuts, up to the first that has none or that its shortcut
+        cannot answer (the reader takes it from there), at most ``INLINE_REQUESTS`` of them;
+        their answers go out in one write. How many were answered."""
+        # answers still in the transport's buffer went before (only a full one holds these)
+        if self._writing or not self.pending.empty() or self.stream.write_paused:
+            return 0
         shortcuts = self.shortcuts
-        if not shortcuts or not self._waiting or not self._can_write_now():
-            return
         buffer = self.stream.buffer
         start, end = 0, len(buffer)
         out: list[bytes | bytearray] = []
@@ -359,7 +372,7 @@ class Connection:
             out += (shortcut.head, correlation, answer)  # type: ignore[union-attr]
             start = stop
         if not start:
-            return
+            return 0
         self.stream.consume(start)
         self._last_read = self._loop.time()
         data = b"".join(out)
@@ -367,6 +380,7 @@ class Connection:
             self._emit(data)
         else:
             self.stream.write(data)
+        return len(out) // 3
 
     def _handling(self, future: asyncio.Future[bytes], size: int) -> asyncio.Future[bytes]:
         """Count the request's bytes until its handling is over (its answer is built)."""

@@ -33,7 +33,8 @@ class FrameStream(asyncio.Protocol):
         self._waiter: asyncio.Future[None] | None = None
         self._needed = 1  # what the waiting reader needs in the buffer to go on
         self._paused = False
-        self._write_paused = False
+        self.write_paused = False
+        """The transport's write buffer is above its high-water mark (``drain`` waits)."""
         self._drain_waiter: asyncio.Future[None] | None = None
         self.lost = False
 
@@ -75,10 +76,10 @@ class FrameStream(asyncio.Protocol):
             waiter.set_exception(ConnectionResetError("Connection lost"))
 
     def pause_writing(self) -> None:
-        self._write_paused = True
+        self.write_paused = True
 
     def resume_writing(self) -> None:
-        self._write_paused = False
+        self.write_paused = False
         waiter, self._drain_waiter = self._drain_waiter, None
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
@@ -172,7 +173,7 @@ class FrameStream(asyncio.Protocol):
             await asyncio.sleep(0)  # let connection_lost run, as StreamWriter.drain does
             if self.lost:
                 raise ConnectionResetError("Connection lost")
-        if not self._write_paused:
+        if not self.write_paused:
             return
         waiter = self._drain_waiter = asyncio.get_running_loop().create_future()
         await waiter
