@@ -15,8 +15,9 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import struct
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from coordinator.apis.api_versions import unsupported_version_frame
@@ -36,6 +37,7 @@ from coordinator.observability.logs import get_logger
 from protocol import (
     ErrorCode,
     ProtocolError,
+    Schema,
     api_name,
     encode_response,
     error_response,
@@ -44,10 +46,12 @@ from protocol import (
     schema,
 )
 from protocol.encoded import EncodedBody, frame_encoded
+from protocol.header import encode_response_header
 from protocol.legacy import LegacyApi, downgrade_response, upgrade_request
 from protocol.repeated import decode_repeated
 
 from .apis import ApiRegistry, ApiSpec, RequestContext
+from .apis.context import Repeatable
 
 log = get_logger("coordinator.dispatch")
 
@@ -66,6 +70,42 @@ class CloseConnection(Exception):
     """The connection must be closed; the message says why (it is logged)."""
 
 
+_SIZE = struct.Struct(">i")
+
+
+class Shortcut:
+    """How to answer again a request that comes back with the same bytes but for its
+    correlation id (a steady member's heartbeat), without decoding or dispatching it: the
+    handler's ``Repeatable.again``, while no fault rule is armed. ``answer()`` is the answer
+    frame after its size prefix and correlation id, or None when the shortcut cannot answer
+    (then the request is dispatched as any other, and nothing was done); ``head`` is the size
+    prefix of the answer it last gave."""
+
+    __slots__ = ("_again", "_body", "_faults", "_header_tail", "_tail", "head")
+
+    def __init__(self, found: Schema, again: Callable[[], EncodedBody | None],
+                 faults: FaultInjector | None) -> None:
+        self.head = b""
+        self._again = again
+        self._faults = faults
+        self._header_tail = encode_response_header(0, found.response_header_version)[4:]
+        self._body: EncodedBody | None = None
+        self._tail = b""
+
+    def answer(self) -> bytes | None:
+        faults = self._faults
+        if faults is not None and faults.armed:
+            return None
+        body = self._again()
+        if body is None:
+            return None
+        if body is not self._body:
+            self._body = body
+            self._tail = self._header_tail + body
+            self.head = _SIZE.pack(4 + len(self._tail))
+        return self._tail
+
+
 class Dispatcher:
     def __init__(self, broker: Broker, registry: ApiRegistry,
                  faults: FaultInjector | None = None) -> None:
@@ -79,11 +119,16 @@ class Dispatcher:
         every request while one is active; None when the endpoint is off."""
         self.debug = _debug()
         """Whether each request is logged at debug level (read once: logging is set up first)."""
+        self.shortcut: Shortcut | None = None
+        """Set by ``dispatch`` when the request it answered at once may be answered again by a
+        ``Shortcut`` (its handler returned a ``Repeatable``): for the caller to read right
+        after ``dispatch`` returns. Never set while requests are logged at debug level."""
 
     def dispatch(self, frame: bytes, connection_id: str, principal: str = "User:ANONYMOUS",
                  listener: str = "") -> bytes | Awaitable[bytes]:
         """``principal``: who the connection authenticated as; ``listener``: the listener it
         came in on (what Metadata and FindCoordinator advertise)."""
+        self.shortcut = None
         try:
             return self._dispatch(frame, connection_id, principal, listener)
         except CloseConnection:
@@ -124,7 +169,7 @@ class Dispatcher:
                                      connection_id)
             if injection is not None:
                 return self._inject(injection, spec, ctx, request.body)
-        return self._handle(spec, ctx, request.body)
+        return self._handle(spec, ctx, request.body, shortcut=not self.debug)
 
     def _legacy(self, legacy: LegacyApi, spec: ApiSpec, frame: bytes, connection_id: str,
                 principal: str, listener: str) -> bytes | Awaitable[bytes]:
@@ -148,9 +193,14 @@ class Dispatcher:
             return downgrade_response(legacy, version, upgraded.request, answer)
         return _downgraded(legacy, version, upgraded.request, answer)
 
-    def _handle(self, spec: ApiSpec, ctx: RequestContext, body: Any) -> bytes | Awaitable[bytes]:
+    def _handle(self, spec: ApiSpec, ctx: RequestContext, body: Any, shortcut: bool = False
+                ) -> bytes | Awaitable[bytes]:
         try:
             result = spec.handler(ctx, body)
+            if type(result) is Repeatable:
+                if shortcut:
+                    self.shortcut = Shortcut(ctx.schema, result.again, self.faults)
+                result = result.body
             if isinstance(result, asyncio.Future):
                 return self._answer_when_done(ctx, result)
             if inspect.isawaitable(result):
@@ -263,7 +313,10 @@ class BrokerDispatcher(Dispatcher):
         self.node_id = node_id
         self.node = broker.cluster.broker(node_id)
 
-    def _handle(self, spec: ApiSpec, ctx: RequestContext, body: Any) -> bytes | Awaitable[bytes]:
+    def _handle(self, spec: ApiSpec, ctx: RequestContext, body: Any, shortcut: bool = False
+                ) -> bytes | Awaitable[bytes]:
+        # no shortcuts (``Shortcut``) here: an answer again from the bytes would skip the
+        # coordinator and leader checks below and the broker's delay
         ctx.node_id = self.node_id
         refused = self._refused(ctx, body)
         answer = self._encode(ctx, refused) if refused is not None \

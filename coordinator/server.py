@@ -9,6 +9,12 @@ reader (frames, size-checked against ``socket.request.max.bytes``) and a writer 
 request order). Requests may be pipelined: up to ``MAX_IN_FLIGHT`` are handled at once, of at
 most ``socket.request.max.bytes`` together (the next frame waits, as Kafka mutes a channel),
 and a client that stops reading only stalls its own connection.
+
+Bytes come in through a ``runtime.frames.FrameStream``. A request answered at once whose
+handler says how to answer it again (``dispatch.Shortcut``: a steady member's heartbeat) is
+remembered by its bytes without the correlation id; when the same bytes come again while the
+reader waits and nothing is owed before them, the read's callback answers them from the
+shortcut (``Connection._inline``), without waking the reader, decoding or dispatching.
 """
 
 from __future__ import annotations
@@ -33,7 +39,8 @@ from coordinator.security.sasl import Step
 from coordinator.security.tls import certificate_principal
 from protocol import api_name, peek_fixed
 
-from .dispatch import CloseConnection, Dispatcher
+from .dispatch import CloseConnection, Dispatcher, Shortcut
+from .runtime.frames import FrameStream
 
 log = get_logger("coordinator.server")
 _CLOSE_LOG = LogRateLimit()
@@ -47,6 +54,15 @@ AUTH_FAILURE_LINGER_S = 1.0
 TURN_REQUESTS = 8  # pipelined requests handled at once before other connections get a turn
 TLS_HANDSHAKE_TIMEOUT_S = 30.0
 ANONYMOUS = "User:ANONYMOUS"
+INLINE_REQUESTS = 64
+"""Requests answered from shortcuts in one read's callback at most (the others wait for the
+reader, which takes turns with the other connections)."""
+SHORTCUT_MAX_FRAME = 512
+"""Longer requests get no shortcut (a steady heartbeat is some 60-100 bytes)."""
+SHORTCUTS_KEPT = 10_000
+"""Shortcuts a connection keeps at most (all are dropped when full: one per member it
+carries)."""
+_NO_CORRELATION = bytes(4)
 
 
 class _End(enum.Enum):
@@ -64,12 +80,10 @@ class _FrameTooLarge(Exception):
 
 
 class Connection:
-    def __init__(self, server: KafkaServer, reader: asyncio.StreamReader,
-                 writer: asyncio.StreamWriter, connection_id: str,
+    def __init__(self, server: KafkaServer, stream: FrameStream, connection_id: str,
                  principal: str = ANONYMOUS) -> None:
         self.server = server
-        self.reader = reader
-        self.writer = writer
+        self.stream = stream
         self.id = connection_id
         self.principal = principal
         """``User:<name>`` once SASL authenticated it (or a client certificate's ``User:<DN>``
@@ -84,6 +98,10 @@ class Connection:
         self._idle_check: asyncio.TimerHandle | None = None
         self._handling_bytes = 0  # size of the requests read whose handling is not over
         self._room = asyncio.Event()  # set when some of them finished
+        self.shortcuts: dict[bytes, Shortcut] = {}
+        """By a request's bytes with its correlation id zeroed (``_key``)."""
+        self._waiting = False  # the reader waits for the next frame's bytes (at a frame start)
+        self._loop = asyncio.get_running_loop()
 
     async def run(self) -> None:
         log.debug("connection opened", connection=self.id, listener=self.server.listener.name)
@@ -109,10 +127,11 @@ class Connection:
                     self.reason = "idle for longer than connections.max.idle.ms"
                     tasks.cancel_scope.cancel()
         finally:
+            self.stream.on_data = None
             if self._idle_check is not None:
                 self._idle_check.cancel()
             self._flush()
-            self.writer.close()
+            self.stream.close()
             log.info("connection closed", connection=self.id, reason=self.reason)
 
     # --- SASL, before any other request ---------------------------------------------------
@@ -148,8 +167,8 @@ class Connection:
                 return False
             try:
                 if step.response:
-                    self.writer.write(step.response)
-                    await self.writer.drain()
+                    self.stream.write(step.response)
+                    await self.stream.drain()
             except (ConnectionError, OSError) as exc:
                 self.reason = f"socket error while writing: {exc}"
                 return False
@@ -175,9 +194,9 @@ class Connection:
         try:
             await asyncio.sleep(self.server.failed_authentication_delay_ms / 1000.0)
             if step.response:
-                self.writer.write(step.response)
+                self.stream.write(step.response)
                 async with asyncio.timeout(CLOSE_GRACE_S):
-                    await self.writer.drain()
+                    await self.stream.drain()
                 await self._linger_for_client_close()
         except (ConnectionError, OSError, TimeoutError):
             pass
@@ -188,23 +207,21 @@ class Connection:
         instead of the authentication error (kafka-python does)."""
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(AUTH_FAILURE_LINGER_S):
-                while await self.reader.read(65536):
-                    pass
+                await self.stream.discard_until_eof()
 
     async def _read_frame(self, max_bytes: int, timeout_s: float) -> bytes | None:
         """One whole frame within ``timeout_s``; None if the client closed between frames."""
         async with asyncio.timeout(timeout_s):
             try:
-                prefix = await self.reader.readexactly(4)
-            except asyncio.IncompleteReadError as exc:
-                if exc.partial:
-                    raise ConnectionResetError("connection closed inside a size prefix") from None
+                size = await self.stream.next_size()
+            except asyncio.IncompleteReadError:
+                raise ConnectionResetError("connection closed inside a size prefix") from None
+            if size is None:
                 return None
-            (size,) = _SIZE.unpack(prefix)
             if size < 0 or size > max_bytes:
                 raise _FrameTooLarge(size)
             try:
-                return await self.reader.readexactly(size)
+                return await self.stream.take(size)
             except asyncio.IncompleteReadError:
                 raise ConnectionResetError("connection closed inside a frame") from None
 
@@ -226,8 +243,8 @@ class Connection:
 
     def _flush(self) -> None:
         out, self._out = self._out, []
-        if out and not self.writer.transport.is_closing():
-            self.writer.write(out[0] if len(out) == 1 else b"".join(out))
+        if out and not self.stream.is_closing():
+            self.stream.write(out[0] if len(out) == 1 else b"".join(out))
 
     def _watch_idle(self, idle_s: float, scope: anyio.CancelScope) -> None:
         """One deadline per connection instead of a timeout per read: the check runs when the
@@ -252,14 +269,29 @@ class Connection:
         if self._scope is not None:
             self._idle_check = loop.call_later(idle_seconds, self._watch_idle, idle_seconds,
                                                self._scope)
+        stream = self.stream
+        buffer = stream.buffer
+        stream.on_data = self._inline
         while True:
-            try:
-                prefix = await self.reader.readexactly(4)
-            except asyncio.IncompleteReadError as exc:
-                if exc.partial:
+            if len(buffer) >= 4 and self.shortcuts and self._answer_shortcuts():
+                # frames read while this loop was busy (a backlog): answered as a read's
+                # callback would, then the other connections get their turn
+                dispatched_in_turn = 0
+                await asyncio.sleep(0)
+                continue
+            if len(buffer) >= 4:
+                (size,) = _SIZE.unpack_from(buffer)
+            else:
+                self._waiting = True
+                try:
+                    found = await stream.next_size()
+                except asyncio.IncompleteReadError:
                     raise CloseConnection("connection closed inside a size prefix") from None
-                return
-            (size,) = _SIZE.unpack(prefix)
+                finally:
+                    self._waiting = False
+                if found is None:
+                    return
+                size = found
             if size < 0 or size > max_bytes:
                 raise CloseConnection(
                     f"frame of {size} bytes is larger than socket.request.max.bytes ({max_bytes})"
@@ -267,10 +299,14 @@ class Connection:
                 )
             if self._handling_bytes and self._handling_bytes + size > max_bytes:
                 await self._wait_for_room(size, max_bytes)
-            try:
-                frame = await self.reader.readexactly(size)
-            except asyncio.IncompleteReadError:
-                raise CloseConnection("connection closed inside a frame") from None
+            if len(buffer) >= 4 + size:
+                frame = bytes(buffer[4:4 + size])
+                stream.consume(4 + size)
+            else:
+                try:
+                    frame = await stream.take(size)
+                except asyncio.IncompleteReadError:
+                    raise CloseConnection("connection closed inside a frame") from None
             self._last_read = loop.time()
             try:
                 response = dispatcher.dispatch(frame, self.id, principal, listener)
@@ -279,12 +315,16 @@ class Connection:
                 raise
             if not isinstance(response, bytes):
                 await self.pending.put(self._handling(asyncio.ensure_future(response), size))
-            elif self._can_write_now():
-                # Answered already and nothing owed before it: out with this turn's answers.
-                if response:
-                    self._emit(response)
             else:
-                await self.pending.put(response)
+                shortcut = dispatcher.shortcut
+                if shortcut is not None and size <= SHORTCUT_MAX_FRAME:
+                    self._keep(frame, shortcut)
+                if self._can_write_now():
+                    # Answered already and nothing owed before it: out with this turn's answers.
+                    if response:
+                        self._emit(response)
+                else:
+                    await self.pending.put(response)
             # Reading buffered frames never suspends this loop: a client pipelining many
             # requests is made to take turns with the other connections, so that the requests
             # of every connection that became readable meanwhile wait for at most a turn each.
@@ -292,6 +332,55 @@ class Connection:
             if dispatched_in_turn >= TURN_REQUESTS:
                 dispatched_in_turn = 0
                 await asyncio.sleep(0)
+
+    def _keep(self, frame: bytes, shortcut: Shortcut) -> None:
+        shortcuts = self.shortcuts
+        if len(shortcuts) >= SHORTCUTS_KEPT:
+            shortcuts.clear()
+        shortcuts[frame[:4] + _NO_CORRELATION + frame[8:]] = shortcut
+
+    def _inline(self) -> None:
+        """After a read, while the reader waits at a frame's start: ``_answer_shortcuts``."""
+        if self._waiting and self.shortcuts:
+            self._answer_shortcuts()
+
+    def _answer_shortcuts(self) -> int:
+        """With the buffer at a frame's start and no answer owed (none queued, the
+        transport's buffer below its high-water mark): answer the whole frames at the front of
+        the buffer that have shortcuts, up to the first that has none or that its shortcut
+        cannot answer (the reader takes it from there), at most ``INLINE_REQUESTS`` of them;
+        their answers go out in one write. How many were answered."""
+        # answers still in the transport's buffer went before (only a full one holds these)
+        if self._writing or not self.pending.empty() or self.stream.write_paused:
+            return 0
+        shortcuts = self.shortcuts
+        buffer = self.stream.buffer
+        start, end = 0, len(buffer)
+        out: list[bytes | bytearray] = []
+        while end - start >= 4 and len(out) < 3 * INLINE_REQUESTS:
+            (size,) = _SIZE.unpack_from(buffer, start)
+            stop = start + 4 + size
+            if stop > end or size > SHORTCUT_MAX_FRAME or size < 8:
+                break
+            correlation = buffer[start + 8:start + 12]
+            buffer[start + 8:start + 12] = _NO_CORRELATION
+            shortcut = shortcuts.get(bytes(buffer[start + 4:stop]))
+            answer = None if shortcut is None else shortcut.answer()
+            if answer is None:
+                buffer[start + 8:start + 12] = correlation
+                break
+            out += (shortcut.head, correlation, answer)  # type: ignore[union-attr]
+            start = stop
+        if not start:
+            return 0
+        self.stream.consume(start)
+        self._last_read = self._loop.time()
+        data = b"".join(out)
+        if self._out:
+            self._emit(data)
+        else:
+            self.stream.write(data)
+        return len(out) // 3
 
     def _handling(self, future: asyncio.Future[bytes], size: int) -> asyncio.Future[bytes]:
         """Count the request's bytes until its handling is over (its answer is built)."""
@@ -314,7 +403,7 @@ class Connection:
 
     def _can_write_now(self) -> bool:
         return (not self._writing and self.pending.empty()
-                and self.writer.transport.get_write_buffer_size() == 0)
+                and self.stream.write_buffer_size() == 0)
 
     def _log_close(self, frame: bytes, reason: str) -> None:
         """One line per API and version every 10 s at most (a client retrying a request we
@@ -359,7 +448,7 @@ class Connection:
                 self._emit(data)
                 if self.pending.empty():  # nothing else to answer now: make room first
                     self._flush()
-                    await self.writer.drain()
+                    await self.stream.drain()
             except (ConnectionError, OSError) as exc:
                 self.reason = f"socket error while writing: {exc}"
                 if self._scope is not None:
@@ -427,19 +516,18 @@ class KafkaServer:
         where = f"{host}:{address[1]}"
         connection_id = f"{where}-{next(self._ids)}"
         try:
-            streams = await self._open(conn, connection_id)
-            if streams is None:
+            stream = await self._open(conn, connection_id)
+            if stream is None:
                 return
-            reader, writer = streams
             principal = ANONYMOUS
             if self.listener.security_protocol == "SSL":
-                ssl_object = writer.get_extra_info("ssl_object")
+                ssl_object: Any = stream.ssl_object()
                 peer = ssl_object.getpeercert() if ssl_object is not None else None
                 principal = certificate_principal(peer) or ANONYMOUS
                 if principal != ANONYMOUS:
                     log.info("authenticated", connection=connection_id, listener=name,
                              mechanism="SSL", principal=principal)
-            connection = Connection(self, reader, writer, connection_id, principal)
+            connection = Connection(self, stream, connection_id, principal)
             try:
                 await connection.run()
             except Exception:  # never let one connection's failure reach the event loop
@@ -447,18 +535,16 @@ class KafkaServer:
         finally:
             self.quotas.dec(name, host)
 
-    async def _open(self, conn: socket.socket, connection_id: str
-                    ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter] | None:
-        """Streams over the accepted socket, after the TLS handshake on a TLS listener."""
+    async def _open(self, conn: socket.socket, connection_id: str) -> FrameStream | None:
+        """The frames of the accepted socket, after the TLS handshake on a TLS listener."""
         loop = asyncio.get_running_loop()
-        reader = asyncio.StreamReader(limit=2**20)
-        protocol = asyncio.StreamReaderProtocol(reader)
         context = self.security.ssl_context
+        protocol = FrameStream(limit=2**20, over_ssl=context is not None)
         try:
             if context is None:
-                transport, _ = await loop.connect_accepted_socket(lambda: protocol, conn)
+                await loop.connect_accepted_socket(lambda: protocol, conn)
             else:
-                transport, _ = await loop.connect_accepted_socket(
+                await loop.connect_accepted_socket(
                     lambda: protocol, conn, ssl=context,
                     ssl_handshake_timeout=min(TLS_HANDSHAKE_TIMEOUT_S, self.idle_ms / 1000.0))
         except (ssl.SSLError, ConnectionError, OSError, TimeoutError) as exc:
@@ -467,7 +553,7 @@ class KafkaServer:
                 log.info("failed authentication", connection=connection_id,
                          listener=self.listener.name, reason=f"SSL handshake failed: {exc}")
             return None
-        return reader, asyncio.StreamWriter(transport, protocol, reader, loop)
+        return protocol
 
     async def stop(self) -> None:
         for acceptor in self._acceptors:

@@ -51,6 +51,10 @@ class _Sample:
     minimum: float = math.inf
     maximum: float = -math.inf
     values: list[float] = field(default_factory=list)
+    replace_at: int = 0
+    """Once the values are full: the index (in ``count`` order) of the next value to take
+    the place of a random one (Li's algorithm L)."""
+    weight: float = 1.0
 
 
 class SampledWindow:
@@ -58,6 +62,9 @@ class SampledWindow:
 
     ``keep_values`` keeps the values themselves (for percentiles), at most ``max_values`` per
     sample: past that, a uniform reservoir of them, so memory stays bounded under any load.
+    The reservoir is Li's algorithm L: it draws how many values to pass over before the next
+    one kept, so a busy sensor draws random numbers for the few values it keeps, not for
+    every value recorded.
     """
 
     def __init__(self, config: WindowConfig | None = None, clock: Clock = time.monotonic, *,
@@ -82,10 +89,11 @@ class SampledWindow:
             if self.keep_values:
                 if len(sample.values) < self.max_values:
                     sample.values.append(value)
-                else:  # reservoir sampling (Vitter's algorithm R)
-                    slot = self._random.randrange(sample.count)
-                    if slot < self.max_values:
-                        sample.values[slot] = value
+                    if len(sample.values) == self.max_values:
+                        self._skip(sample, self.max_values - 1)
+                elif sample.count - 1 == sample.replace_at:
+                    sample.values[self._random.randrange(self.max_values)] = value
+                    self._skip(sample, sample.replace_at)
 
     def record_many(self, values: Sequence[float], now: float | None = None) -> None:
         """``record`` for each of ``values``, all at ``now``, under one lock."""
@@ -102,11 +110,27 @@ class SampledWindow:
             if not self.keep_values:
                 return
             room = max(0, self.max_values - len(sample.values))
-            sample.values.extend(values[:room])
-            for index in range(room, len(values)):  # reservoir sampling, as ``record``
-                slot = self._random.randrange(seen + index + 1)
-                if slot < self.max_values:
-                    sample.values[slot] = values[index]
+            if room:
+                sample.values.extend(values[:room])
+                if len(sample.values) == self.max_values:
+                    self._skip(sample, self.max_values - 1)
+                else:
+                    return
+            end = seen + len(values)
+            while sample.replace_at < end:  # the values kept, as ``record`` keeps them
+                sample.values[self._random.randrange(self.max_values)] = \
+                    values[sample.replace_at - seen]
+                self._skip(sample, sample.replace_at)
+
+    def _skip(self, sample: _Sample, index: int) -> None:
+        """After the value at ``index`` was kept: when the next is (algorithm L's skip)."""
+        uniform = self._random.random
+        sample.weight *= math.exp(math.log(1.0 - uniform()) / self.max_values)
+        if sample.weight >= 1.0:
+            sample.replace_at = index + 1
+            return
+        sample.replace_at = index + 1 + math.floor(
+            math.log(1.0 - uniform()) / math.log1p(-sample.weight))
 
     def _current(self, now: float) -> _Sample:
         self._purge(now)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from coordinator.groups.consumer.assignment_forms import by_topic_id
@@ -16,13 +17,17 @@ from coordinator.groups.consumer.heartbeat import (
     heartbeat,
     validate,
 )
-from coordinator.groups.consumer.steady import steady_heartbeat
+from coordinator.groups.consumer.steady import (
+    SteadyHeartbeats,
+    is_steady_request,
+    steady_heartbeat,
+)
 from coordinator.runtime import CoordinatorError, Result
 from coordinator.security.acl import AclOperation, ResourceType
 from protocol import ErrorCode
 from protocol.encoded import EncodedBody, encode_body
 
-from .context import RequestContext, answer_later
+from .context import Repeatable, RequestContext, answer_later
 
 _ONE_MS = datetime.timedelta(milliseconds=1)
 
@@ -149,10 +154,40 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     except CoordinatorError as exc:
         return _error(ctx, exc)
     if answer.done():
-        return _outcome(ctx, answer)
+        outcome = _outcome(ctx, answer)
+        if type(outcome) is EncodedBody and is_steady_request(hb):
+            return Repeatable(outcome, _again(ctx, env, hb))
+        return outcome
     # answered from the event's future by callbacks: no task of its own per waiting heartbeat
     return answer_later(answer, lambda response: _response(ctx, response),
                         lambda exc: _error(ctx, exc))
+
+
+def _again(ctx: RequestContext, env: ConsumerGroupEnv, hb: HeartbeatRequest
+           ) -> Callable[[], EncodedBody | None]:
+    """How to answer the same steady heartbeat again: on the steady path only
+    (``SteadyHeartbeats``), run now by the runtime if it can (``run_now``), with no
+    authorizer (whose ACLs may change) to ask."""
+    broker = ctx.broker
+    runtime = broker.runtime
+    index = runtime.partition_for(hb.group_id)
+    group_id = hb.group_id
+    interval_ms = SteadyHeartbeats(env, hb).interval_ms
+    last: list[Any] = [None, None]  # the last interval answered, and its body
+
+    def again() -> EncodedBody | None:
+        if broker.authorizer is not None:
+            return None
+        interval = runtime.run_now(index, interval_ms, "ConsumerGroupHeartbeat", group_id)
+        if interval is None:
+            return None
+        if interval != last[0]:
+            last[:] = interval, _steady_body(ctx, HeartbeatResponse(
+                hb.member_id, hb.member_epoch, interval))
+        body: EncodedBody = last[1]
+        return body
+
+    return again
 
 
 def unauthorized(ctx: RequestContext, group_id: str, subscribed: Any) -> ErrorCode | None:

@@ -149,3 +149,14 @@ def answer_later(source: asyncio.Future[T], on_result: Callable[[T], Any],
 
     source.add_done_callback(done)
     return answer
+
+
+@dataclass(frozen=True, slots=True)
+class Repeatable:
+    """A handler's answer given at once (``body``) with how to answer the same request again:
+    ``again()`` is the body to answer it with next time, or None when only handling it
+    anew can tell (it then changed nothing). The dispatcher answers ``body`` and keeps
+    ``again`` as the connection's ``dispatch.Shortcut`` for that request's bytes."""
+
+    body: Any
+    again: Callable[[], Any]

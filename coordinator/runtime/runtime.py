@@ -363,6 +363,43 @@ class CoordinatorRuntime:
             partition.queue.put_nowait(_Event(True, _RELOAD, None, name="an event failed"))
         return future
 
+    def run_now(self, index: int, handler: Callable[[Any, int], Any], name: str = "request",
+                group_id: str | None = None) -> Any:
+        """An event that writes no record, run and answered now if ``submit`` would run it
+        now and answer it at once (the partition active, nothing queued, its turn's budget
+        left, nothing the event must wait for still to be made durable): ``handler(shard,
+        now)``'s answer. None, with nothing done, otherwise, or when the handler returns None
+        (it must then have changed nothing): the caller submits the event instead. The event
+        is timed and told to the event listener as a submitted one is."""
+        partition = self.partitions[index]
+        if (partition.state is not PartitionState.ACTIVE or not partition.queue.empty()
+                or partition.turn_ms > TURN_BUDGET_MS):
+            return None
+        if self.flush_interval_ms == 0:
+            durable = partition.durable
+            if group_id is None:
+                if durable < partition.appended:
+                    return None
+            elif (durable < partition.appended_unkeyed
+                  or durable < partition.appended_by_group.get(group_id, 0)):
+                return None
+        started = time.perf_counter()
+        try:
+            answer = handler(partition.shard, self.clock.now_ms())
+        except Exception:  # the submitted event runs it again, and fails as events fail
+            log.exception("event failed; submitting it", partition=index, event_name=name)
+            return None
+        if answer is None:
+            return None
+        processing_ms = (time.perf_counter() - started) * 1000.0
+        if processing_ms >= self.slow_event_ms:
+            log.warning("slow coordinator event: every group waited for it",
+                        partition=index, event_name=name, group_id=group_id, records=0,
+                        processing_ms=round(processing_ms, 1))
+        if self.event_listener is not None:
+            self.event_listener(index, 0.0, processing_ms)
+        return answer
+
     def queue_size(self, index: int) -> int:
         return self.partitions[index].queue.qsize()
 

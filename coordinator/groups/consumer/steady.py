@@ -19,7 +19,7 @@ from coordinator.runtime import Result
 from .env import ConsumerGroupEnv
 from .heartbeat import HeartbeatRequest, HeartbeatResponse
 from .membership import schedule_session_timeout, session_key
-from .model import ConsumerGroup, MemberState
+from .model import ConsumerGroup, ConsumerGroupMember, MemberState
 from .settings import group_settings
 from .target import subscribed_ids
 
@@ -40,29 +40,85 @@ def steady_heartbeat(shard: Any, now_ms: int, env: ConsumerGroupEnv,
     (then ``heartbeat.heartbeat`` decides)."""
     if not is_steady_request(request):
         return None
+    response = steady_response(shard, now_ms, env, request)
+    return None if response is None else Result((), response)
+
+
+def steady_response(shard: Any, now_ms: int, env: ConsumerGroupEnv,
+                    request: HeartbeatRequest) -> HeartbeatResponse | None:
+    """``steady_heartbeat``'s response for a request ``is_steady_request`` accepted (its
+    member's session timer moved), or None, with nothing changed."""
     group = shard.groups.get(request.group_id)
-    if type(group) is not ConsumerGroup:
+    if type(group) is not ConsumerGroup or not _group_steady(group, request.member_epoch):
         return None
     member = group.members.get(request.member_id)
-    epoch = request.member_epoch
-    if (member is None or member.member_epoch != epoch or member.state is not MemberState.STABLE
-            or member.classic is not None or member.instance_id is not None
-            or group.group_epoch != epoch or group.assignment_epoch != epoch
-            or group.assignor_run is not None or group.resolved_regexes
-            or group.subscribed_regex_counts or member.subscribed_topic_regex
-            or member.client_id != request.client_id
-            or member.client_host != request.client_host):
+    if member is None or not _member_steady(group, member, request):
         return None
+    interval = _keep_session(shard, env, group.group_id, member.member_id,
+                             session_key(group.group_id, member.member_id), now_ms)
+    return HeartbeatResponse(member.member_id, request.member_epoch, interval)
+
+
+class SteadyHeartbeats:
+    """``steady_response`` of one steady request, asked again and again (a member's every
+    heartbeat): its checks of the member are skipped while the group holds the very member
+    object they passed on, with the same subscription metadata (members are frozen and
+    replaced when they change; the metadata is replaced, never changed in place); the
+    group's are made every time."""
+
+    __slots__ = ("_env", "_group_id", "_member", "_member_id", "_metadata", "_request",
+                 "_session")
+
+    def __init__(self, env: ConsumerGroupEnv, request: HeartbeatRequest) -> None:
+        self._env = env
+        self._request = request
+        self._group_id = request.group_id
+        self._member_id = request.member_id
+        self._session = session_key(request.group_id, request.member_id)
+        self._member: ConsumerGroupMember | None = None
+        self._metadata: Any = None
+
+    def interval_ms(self, shard: Any, now_ms: int) -> int | None:
+        """The heartbeat interval to answer with (the member's session timer moved), or None,
+        with nothing changed."""
+        group = shard.groups.get(self._group_id)
+        request = self._request
+        if type(group) is not ConsumerGroup or not _group_steady(group, request.member_epoch):
+            return None
+        member = group.members.get(self._member_id)
+        if member is not self._member or group.subscription_metadata is not self._metadata:
+            if member is None or not _member_steady(group, member, request):
+                return None
+            self._member, self._metadata = member, group.subscription_metadata
+        return _keep_session(shard, self._env, self._group_id, self._member_id, self._session,
+                             now_ms)
+
+
+def _group_steady(group: ConsumerGroup, epoch: int) -> bool:
+    return (group.group_epoch == epoch and group.assignment_epoch == epoch
+            and group.assignor_run is None and not group.resolved_regexes
+            and not group.subscribed_regex_counts)
+
+
+def _member_steady(group: ConsumerGroup, member: ConsumerGroupMember,
+                   request: HeartbeatRequest) -> bool:
+    if (member.member_epoch != request.member_epoch or member.state is not MemberState.STABLE
+            or member.classic is not None or member.instance_id is not None
+            or member.subscribed_topic_regex or member.client_id != request.client_id
+            or member.client_host != request.client_host):
+        return False
     assigned = member.assigned_partitions
-    if assigned:
-        ids = subscribed_ids(member, group.subscription_metadata)
-        if any(topic_id not in ids for topic_id in assigned):
-            return None  # partitions of a topic it no longer subscribes to: to revoke
-    gid = group.group_id
-    settings = group_settings(shard, env, gid)
-    # the session timer's action is the one the full handler would arm again: only its
-    # deadline moves (armed anew if it is not there, as after a load)
-    if not shard.timers.postpone(session_key(gid, member.member_id),
-                                 now_ms + settings.session_timeout_ms):
-        schedule_session_timeout(shard, env, gid, member.member_id, now_ms)
-    return Result((), HeartbeatResponse(member.member_id, epoch, settings.heartbeat_interval_ms))
+    # partitions of a topic it no longer subscribes to are to be revoked: not steady
+    return not assigned or subscribed_ids(member, group.subscription_metadata).issuperset(
+        assigned)
+
+
+def _keep_session(shard: Any, env: ConsumerGroupEnv, group_id: str, member_id: str,
+                  key: Any, now_ms: int) -> int:
+    """Move the member's session deadline as the full handler would (the session timer's
+    action is the one it would arm again: only its deadline moves, or it is armed anew if it
+    is not there, as after a load); the group's heartbeat interval."""
+    settings = group_settings(shard, env, group_id)
+    if not shard.timers.postpone(key, now_ms + settings.session_timeout_ms):
+        schedule_session_timeout(shard, env, group_id, member_id, now_ms)
+    return settings.heartbeat_interval_ms

@@ -58,9 +58,28 @@ class ImbalancePolicy:
 _FIELDS: dict[type, tuple[str, ...]] = {}
 
 
+_EFFECTIVE: dict[tuple[type, int, int], tuple[Any, Any, Any]] = {}
+_EFFECTIVE_KEPT = 10_000
+
+
 def effective(cls: type[S], own: Any, broker: Any) -> S:
     """``cls`` (a dataclass) with each field the group's override ``own`` has (not None), else
-    the broker's; a field the broker has no config for is the group's alone."""
+    the broker's; a field the broker has no config for is the group's alone. Every heartbeat
+    asks, and both are frozen (an override changes by being replaced): the answer is kept per
+    pair of objects."""
+    key = (cls, id(own), id(broker))
+    kept = _EFFECTIVE.get(key)
+    if kept is not None and kept[0] is own and kept[1] is broker:
+        result: S = kept[2]
+        return result
+    result = _effective(cls, own, broker)
+    if len(_EFFECTIVE) >= _EFFECTIVE_KEPT:
+        _EFFECTIVE.clear()
+    _EFFECTIVE[key] = (own, broker, result)
+    return result
+
+
+def _effective(cls: type[S], own: Any, broker: Any) -> S:
     values = {}
     names = _FIELDS.get(cls)
     if names is None:
