@@ -124,6 +124,8 @@ def server(tmp_path: Path) -> Iterator[tuple[ServerProcess, int]]:
     with ServerProcess(tmp_path, {"group.streams.initial.rebalance.delay.ms": "0",
                                   "group.streams.assignment.interval.ms": "0",
                                   "metrics.listener": f"http://127.0.0.1:{port}"}).start() as s:
+        # the raw heartbeats below take any error as a failure: no COORDINATOR_LOAD_IN_PROGRESS
+        s.wait_loaded()
         yield s, port
 
 
