@@ -33,7 +33,6 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import socket
 import statistics
 import struct
 import tempfile
@@ -47,6 +46,7 @@ import structlog.testing
 import protocol
 from coordinator.runtime.partitioner import partition_for
 from coordinator.testing import ServerProcess
+from coordinator.testing.connection import Connection
 from coordinator.testing.server_process import compile_server
 from protocol import ErrorCode
 from storage import snapshot
@@ -125,35 +125,6 @@ def take_snapshots(log_dir: Path) -> float:
     return time.perf_counter() - started
 
 
-class _Wire:
-    def __init__(self, port: int) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=30)
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.correlation_id = 0
-
-    def request(self, body: Any) -> Any:
-        self.correlation_id += 1
-        self.sock.sendall(protocol.encode_request(body, self.correlation_id, "bench-load"))
-        size = struct.unpack(">i", self._read(4))[0]
-        cid, response = protocol.decode_response(
-            protocol.schema(int(body.__api_key__), int(body.__version__)), self._read(size))
-        assert cid == self.correlation_id
-        return response
-
-    def _read(self, size: int) -> bytes:
-        chunks = []
-        while size:
-            chunk = self.sock.recv(size)
-            if not chunk:
-                raise ConnectionError("the server closed the connection")
-            chunks.append(chunk)
-            size -= len(chunk)
-        return b"".join(chunks)
-
-    def close(self) -> None:
-        self.sock.close()
-
-
 def _offset_fetch(groups: list[str]) -> Any:
     from kio.schema.offset_fetch.v8.request import OffsetFetchRequest, OffsetFetchRequestGroup
 
@@ -170,7 +141,7 @@ def time_start(log_dir: Path, built: dict[str, Any]) -> dict[str, float]:
     server = ServerProcess(log_dir, {"log.cleaner.enable": "false"}).start(timeout=300)
     try:
         accepting = time.perf_counter() - started
-        wire = _Wire(server.port)
+        wire = Connection("127.0.0.1", server.port, "bench-load", 30)
         try:
             while True:
                 response = wire.request(_offset_fetch(waiting))

@@ -11,8 +11,6 @@ named by name to ``compute`` and by id on the wire.
 from __future__ import annotations
 
 import datetime
-import socket
-import struct
 import sys
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -20,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import protocol
+from coordinator.testing.connection import Connection
 from protocol import ErrorCode
 from protocol.client_assignors import (
     INSTALL_ASSIGNMENT_KEY,
@@ -27,7 +26,6 @@ from protocol.client_assignors import (
     classes,
 )
 
-_SIZE = struct.Struct(">i")
 HEARTBEAT = 68
 FIND_COORDINATOR_VERSION = 3
 
@@ -70,38 +68,6 @@ class InstallRefused(Exception):
         super().__init__(f"{code}: {message}")
         self.code = code
         self.message = message
-
-
-class Connection:
-    """One blocking connection: a request, then its response."""
-
-    def __init__(self, host: str, port: int, client_id: str, timeout_s: float) -> None:
-        self.sock = socket.create_connection((host, port), timeout=timeout_s)
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.client_id = client_id
-        self._correlation = 0
-
-    def _read(self, size: int) -> bytes:
-        out = bytearray()
-        while len(out) < size:
-            chunk = self.sock.recv(size - len(out))
-            if not chunk:
-                raise ConnectionError("the coordinator closed the connection")
-            out += chunk
-        return bytes(out)
-
-    def request(self, body: Any) -> Any:
-        self._correlation += 1
-        self.sock.sendall(protocol.encode_request(body, self._correlation, self.client_id))
-        found = protocol.schema(int(body.__api_key__), int(body.__version__))
-        (size,) = _SIZE.unpack(self._read(4))
-        correlation, response = protocol.decode_response(found, self._read(size))
-        if correlation != self._correlation:
-            raise ConnectionError(f"correlation id {correlation}, not {self._correlation}")
-        return response
-
-    def close(self) -> None:
-        self.sock.close()
 
 
 def _nested(cls: type, name: str) -> type:
