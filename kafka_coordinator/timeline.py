@@ -34,6 +34,11 @@ ANNOTATION_FIELDS = frozenset({"assignor", "duration_ms", "offloaded", "reason",
 
 CHANGES = ("assigned", "revoked")
 
+CLIENT_REPORTED = frozenset({"client-assigned-partitions", "client-rebalanced"})
+"""Events the members' clients reported in their telemetry pushes (KIP-714), merged into the
+timeline by their own timestamps: what a client saw, not a change of the group
+(``coordinator/telemetry/events.py`` makes them)."""
+
 Partition = tuple[Any, ...]
 """``(topic, partition)``; for a streams group ``(task kind, subtopology, partition)``."""
 
@@ -219,10 +224,15 @@ class Timeline:
         return current
 
     def is_stable(self, members: int | None = None) -> bool:
-        """Whether the last event says the group is stable (with ``members`` members)."""
-        if not self.events or self.events[-1]["kind"] != "group-stable":
+        """Whether the group's last event says it is stable (with ``members`` members). What
+        the members' clients reported (``client-*`` events, from their telemetry pushes) is
+        what they saw, not a change of the group: a push that lands after the group settled
+        leaves it stable."""
+        last = next((event for event in reversed(self.events)
+                     if event["kind"] not in CLIENT_REPORTED), None)
+        if last is None or last["kind"] != "group-stable":
             return False
-        return members is None or self.events[-1]["members"] == members
+        return members is None or last["members"] == members
 
     def rebalance_count(self) -> int:
         """How many rebalances the group went through: its epoch bumps (a classic group's

@@ -17,6 +17,9 @@ ASSIGNED = "org.apache.kafka.consumer.coordinator.assigned.partitions"
 REBALANCE_TOTAL = "org.apache.kafka.consumer.coordinator.rebalance.latency.total"
 REBALANCE_MAX = "org.apache.kafka.consumer.coordinator.rebalance.latency.max"
 MAX_EVENTS_PER_GROUP = 1000
+ASSIGNED_KIND = "client-assigned-partitions"
+REBALANCED_KIND = "client-rebalanced"
+"""The kinds of these events (``kafka_coordinator.timeline.CLIENT_REPORTED``)."""
 
 
 class ClientEvents:
@@ -34,12 +37,12 @@ class ClientEvents:
         assigned = by_name.get(ASSIGNED)
         if assigned is not None and self._assigned.get(instance_id) != assigned.value:
             self._assigned[instance_id] = assigned.value
-            out.append(self._event(assigned, now_ms, "client-assigned-partitions", group,
+            out.append(self._event(assigned, now_ms, ASSIGNED_KIND, group,
                                    member, instance_id, partitions=int(assigned.value)))
         total = by_name.get(REBALANCE_TOTAL)
         if total is not None and total.delta and total.value > 0:
             latest = by_name.get(REBALANCE_MAX)
-            out.append(self._event(total, now_ms, "client-rebalanced", group, member,
+            out.append(self._event(total, now_ms, REBALANCED_KIND, group, member,
                                    instance_id, rebalance_ms=total.value,
                                    rebalance_latency_max_ms=latest.value if latest else None))
         if not out:

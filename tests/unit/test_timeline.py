@@ -31,9 +31,15 @@ from coordinator.groups.consumer.env import ConsumerGroupSettings
 from coordinator.groups.timeline_records import GROUP_OF, derive, start
 from coordinator.observability import timeline
 from coordinator.observability.timeline import Entry, TimelineStore, http_timeline
+from coordinator.telemetry.events import ASSIGNED_KIND, REBALANCED_KIND
 from coordinator.testing.consumer_group_context import ConsumerGroupContext
 from kafka_coordinator import timeline as user_timeline
-from kafka_coordinator.timeline import Timeline, TimelineError, assert_no_partition_owned_twice
+from kafka_coordinator.timeline import (
+    CLIENT_REPORTED,
+    Timeline,
+    TimelineError,
+    assert_no_partition_owned_twice,
+)
 from storage.log import PartitionLog
 from storage.records import (
     ConsumerGroupCurrentMemberAssignmentKey,
@@ -569,6 +575,24 @@ def test_assignment_history_and_rebalances() -> None:
     assert not Timeline(tl.events[:-1]).is_stable()
     with pytest.raises(TimelineError, match="not stable"):
         Timeline(tl.events[:-1]).wait_until_stable(members=1, timeout=0.1)
+
+
+def test_a_clients_telemetry_after_the_group_settled_leaves_it_stable() -> None:
+    """A member's client pushes its metrics on its own schedule: on a loaded machine its
+    ``client-*`` events land after ``group-stable``, and the group is still stable; a group
+    event after them is not."""
+    events = kip848_group().events()
+    assert {ASSIGNED_KIND, REBALANCED_KIND} == CLIENT_REPORTED
+    pushed = [{"timestamp": events[-1]["timestamp"] + 1, "kind": kind, "group": G,
+               "member": "m2", "client_instance_id": "x"}
+              for kind in (ASSIGNED_KIND, REBALANCED_KIND)]
+    assert Timeline(events + pushed).is_stable(members=1)
+    assert not Timeline(events + pushed).is_stable(members=2)
+    assert not Timeline(events[:-1] + pushed).is_stable()
+    left = {"timestamp": pushed[-1]["timestamp"] + 1, "kind": "member-left", "group": G,
+            "member": "m2"}
+    assert not Timeline(events + pushed + [left]).is_stable()
+    assert not Timeline(pushed).is_stable()
 
 
 def test_a_partition_owned_twice_is_caught() -> None:
