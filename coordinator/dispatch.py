@@ -76,34 +76,30 @@ _SIZE = struct.Struct(">i")
 class Shortcut:
     """How to answer again a request that comes back with the same bytes but for its
     correlation id (a steady member's heartbeat), without decoding or dispatching it: the
-    handler's ``Repeatable.again``, while no fault rule is armed. ``answer()`` is the answer
-    frame after its size prefix and correlation id, or None when the shortcut cannot answer
-    (then the request is dispatched as any other, and nothing was done); ``head`` is the size
-    prefix of the answer it last gave."""
+    handler's ``Repeatable.again``, while no fault rule is armed (the connection asks
+    ``Dispatcher.faults_armed`` once per batch of such answers). ``again(now_ms)`` is the
+    body to answer with, or None when the shortcut cannot answer (then the request is
+    dispatched as any other, and nothing was done). The answer frame of the last body
+    ``take`` was given (``body``) is ``head`` (its size prefix), the correlation id, then
+    ``tail``. ``api`` is the request's API key and version (its bytes 4-8 after the size
+    prefix, as one big-endian int)."""
 
-    __slots__ = ("_again", "_body", "_faults", "_header_tail", "_tail", "head")
+    __slots__ = ("_header_tail", "again", "api", "body", "head", "tail")
 
-    def __init__(self, found: Schema, again: Callable[[], EncodedBody | None],
-                 faults: FaultInjector | None) -> None:
-        self.head = b""
-        self._again = again
-        self._faults = faults
+    def __init__(self, found: Schema, again: Callable[[int], EncodedBody | None],
+                 api: int = 0) -> None:
+        self.api = api
+        self.again = again
         self._header_tail = encode_response_header(0, found.response_header_version)[4:]
-        self._body: EncodedBody | None = None
-        self._tail = b""
+        self.body: EncodedBody | None = None
+        self.head = b""
+        self.tail = b""
 
-    def answer(self) -> bytes | None:
-        faults = self._faults
-        if faults is not None and faults.armed:
-            return None
-        body = self._again()
-        if body is None:
-            return None
-        if body is not self._body:
-            self._body = body
-            self._tail = self._header_tail + body
-            self.head = _SIZE.pack(4 + len(self._tail))
-        return self._tail
+    def take(self, body: EncodedBody) -> None:
+        """Answer with ``body`` (what ``again`` gave, not the last one) from now on."""
+        self.body = body
+        self.tail = self._header_tail + body
+        self.head = _SIZE.pack(4 + len(self.tail))
 
 
 class Dispatcher:
@@ -119,10 +115,21 @@ class Dispatcher:
         every request while one is active; None when the endpoint is off."""
         self.debug = _debug()
         """Whether each request is logged at debug level (read once: logging is set up first)."""
+        runtime = broker.runtime
+        self.now_ms: Callable[[], int] = runtime.clock.now_ms
+        """The runtime clock's time, for ``Shortcut.answer``."""
+        self.ran_now: Callable[[int, float], None] = runtime.ran_now
+        """``ran_now(count, ms)``: told of the answers a connection gave from shortcuts, in
+        one batch (``CoordinatorRuntime.ran_now``)."""
         self.shortcut: Shortcut | None = None
         """Set by ``dispatch`` when the request it answered at once may be answered again by a
         ``Shortcut`` (its handler returned a ``Repeatable``): for the caller to read right
         after ``dispatch`` returns. Never set while requests are logged at debug level."""
+
+    def faults_armed(self) -> bool:
+        """Whether a fault rule is armed: then no shortcut answers (every request is
+        dispatched, for the rules to see it)."""
+        return self.faults is not None and self.faults.armed
 
     def dispatch(self, frame: bytes, connection_id: str, principal: str = "User:ANONYMOUS",
                  listener: str = "") -> bytes | Awaitable[bytes]:
@@ -199,7 +206,9 @@ class Dispatcher:
             result = spec.handler(ctx, body)
             if type(result) is Repeatable:
                 if shortcut:
-                    self.shortcut = Shortcut(ctx.schema, result.again, self.faults)
+                    header = ctx.header
+                    self.shortcut = Shortcut(ctx.schema, result.again,
+                                             (header.api_key << 16) | header.api_version)
                 result = result.body
             if isinstance(result, asyncio.Future):
                 return self._answer_when_done(ctx, result)

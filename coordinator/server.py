@@ -26,6 +26,7 @@ import itertools
 import socket
 import ssl
 import struct
+import time
 from typing import Any, Final
 
 import anyio
@@ -62,7 +63,8 @@ SHORTCUT_MAX_FRAME = 512
 SHORTCUTS_KEPT = 10_000
 """Shortcuts a connection keeps at most (all are dropped when full: one per member it
 carries)."""
-_NO_CORRELATION = bytes(4)
+_SIZE_API = struct.Struct(">iI")
+"""A frame's size prefix, and its API key and version as one number (``Shortcut.api``)."""
 
 
 class _End(enum.Enum):
@@ -99,7 +101,8 @@ class Connection:
         self._handling_bytes = 0  # size of the requests read whose handling is not over
         self._room = asyncio.Event()  # set when some of them finished
         self.shortcuts: dict[bytes, Shortcut] = {}
-        """By a request's bytes with its correlation id zeroed (``_key``)."""
+        """By a request's bytes after its API key, version and correlation id (``_keep``);
+        the shortcut knows the API key and version (``Shortcut.api``)."""
         self._waiting = False  # the reader waits for the next frame's bytes (at a frame start)
         self._loop = asyncio.get_running_loop()
 
@@ -337,7 +340,7 @@ class Connection:
         shortcuts = self.shortcuts
         if len(shortcuts) >= SHORTCUTS_KEPT:
             shortcuts.clear()
-        shortcuts[frame[:4] + _NO_CORRELATION + frame[8:]] = shortcut
+        shortcuts[frame[8:]] = shortcut  # what follows the API key, version and correlation id
 
     def _inline(self) -> None:
         """After a read, while the reader waits at a frame's start: ``_answer_shortcuts``."""
@@ -357,19 +360,25 @@ class Connection:
         buffer = self.stream.buffer
         start, end = 0, len(buffer)
         out: list[bytes | bytearray] = []
-        while end - start >= 4 and len(out) < 3 * INLINE_REQUESTS:
-            (size,) = _SIZE.unpack_from(buffer, start)
+        dispatcher = self.server.dispatcher
+        if dispatcher.faults_armed():
+            return 0
+        started = time.perf_counter()
+        now_ms = dispatcher.now_ms()
+        while end - start >= 12 and len(out) < 3 * INLINE_REQUESTS:
+            size, api = _SIZE_API.unpack_from(buffer, start)
             stop = start + 4 + size
             if stop > end or size > SHORTCUT_MAX_FRAME or size < 8:
                 break
-            correlation = buffer[start + 8:start + 12]
-            buffer[start + 8:start + 12] = _NO_CORRELATION
-            shortcut = shortcuts.get(bytes(buffer[start + 4:stop]))
-            answer = None if shortcut is None else shortcut.answer()
-            if answer is None:
-                buffer[start + 8:start + 12] = correlation
+            shortcut = shortcuts.get(bytes(buffer[start + 12:stop]))
+            if shortcut is None or shortcut.api != api:
                 break
-            out += (shortcut.head, correlation, answer)  # type: ignore[union-attr]
+            body = shortcut.again(now_ms)
+            if body is None:
+                break
+            if body is not shortcut.body:
+                shortcut.take(body)
+            out += (shortcut.head, buffer[start + 8:start + 12], shortcut.tail)
             start = stop
         if not start:
             return 0
@@ -380,7 +389,9 @@ class Connection:
             self._emit(data)
         else:
             self.stream.write(data)
-        return len(out) // 3
+        answered = len(out) // 3
+        dispatcher.ran_now(answered, (time.perf_counter() - started) * 1000.0)
+        return answered
 
     def _handling(self, future: asyncio.Future[bytes], size: int) -> asyncio.Future[bytes]:
         """Count the request's bytes until its handling is over (its answer is built)."""

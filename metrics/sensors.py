@@ -138,13 +138,19 @@ def observe_many(histogram: Histogram, values: Sequence[float]) -> None:
         for value in values:
             histogram.observe(value)
         return
-    counts = [0] * len(bounds)
-    for value in values:
-        counts[bisect.bisect_left(bounds, value)] += 1
+    # sorted once, the values below each bound are found by bisection: a bucket's count is
+    # the values at or under its bound (bisect_right: ``observe`` puts a value equal to a
+    # bound in that bound's bucket) less those under the bound before it
+    ordered = sorted(values)
+    below = 0
+    for index, bound in enumerate(bounds):
+        upto = bisect.bisect_right(ordered, bound, below)
+        if upto > below:
+            buckets[index].inc(upto - below)
+            below = upto
+        if below == len(ordered):
+            break
     total.inc(sum(values))
-    for index, count in enumerate(counts):
-        if count:
-            buckets[index].inc(count)
 
 
 @dataclass(slots=True)

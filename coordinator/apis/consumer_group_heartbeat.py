@@ -155,7 +155,8 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         return _error(ctx, exc)
     if answer.done():
         outcome = _outcome(ctx, answer)
-        if type(outcome) is EncodedBody and is_steady_request(hb):
+        if (type(outcome) is EncodedBody and ctx.broker.authorizer is None
+                and is_steady_request(hb)):
             return Repeatable(outcome, _again(ctx, env, hb))
         return outcome
     # answered from the event's future by callbacks: no task of its own per waiting heartbeat
@@ -164,30 +165,18 @@ def handle(ctx: RequestContext, request: Any) -> Any:
 
 
 def _again(ctx: RequestContext, env: ConsumerGroupEnv, hb: HeartbeatRequest
-           ) -> Callable[[], EncodedBody | None]:
-    """How to answer the same steady heartbeat again: on the steady path only
-    (``SteadyHeartbeats``), run now by the runtime if it can (``run_now``), with no
-    authorizer (whose ACLs may change) to ask."""
-    broker = ctx.broker
-    runtime = broker.runtime
-    index = runtime.partition_for(hb.group_id)
-    group_id = hb.group_id
-    interval_ms = SteadyHeartbeats(env, hb).interval_ms
-    last: list[Any] = [None, None]  # the last interval answered, and its body
+           ) -> Callable[[int], EncodedBody | None]:
+    """How to answer the same steady heartbeat again at ``now_ms``: on the steady path only
+    (``SteadyHeartbeats.again``), run at once on its partition's shard if the runtime would
+    run it at once (``ready_shard``; the connection times it, ``ran_now``). Only without an
+    authorizer (whose ACLs may change): ``handle`` makes no shortcut otherwise."""
+    runtime = ctx.broker.runtime
 
-    def again() -> EncodedBody | None:
-        if broker.authorizer is not None:
-            return None
-        interval = runtime.run_now(index, interval_ms, "ConsumerGroupHeartbeat", group_id)
-        if interval is None:
-            return None
-        if interval != last[0]:
-            last[:] = interval, _steady_body(ctx, HeartbeatResponse(
-                hb.member_id, hb.member_epoch, interval))
-        body: EncodedBody = last[1]
-        return body
+    def body_for(interval: int) -> EncodedBody:
+        return _steady_body(ctx, HeartbeatResponse(hb.member_id, hb.member_epoch, interval))
 
-    return again
+    return SteadyHeartbeats(env, hb, runtime.ready_shard, runtime.partition_for(hb.group_id),
+                            body_for).again
 
 
 def unauthorized(ctx: RequestContext, group_id: str, subscribed: Any) -> ErrorCode | None:

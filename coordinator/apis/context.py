@@ -154,9 +154,10 @@ def answer_later(source: asyncio.Future[T], on_result: Callable[[T], Any],
 @dataclass(frozen=True, slots=True)
 class Repeatable:
     """A handler's answer given at once (``body``) with how to answer the same request again:
-    ``again()`` is the body to answer it with next time, or None when only handling it
-    anew can tell (it then changed nothing). The dispatcher answers ``body`` and keeps
-    ``again`` as the connection's ``dispatch.Shortcut`` for that request's bytes."""
+    ``again(now_ms)`` is the body to answer it with at ``now_ms`` (the runtime clock's), or
+    None when only handling it anew can tell (it then changed nothing). The dispatcher
+    answers ``body`` and keeps ``again`` as the connection's ``dispatch.Shortcut`` for that
+    request's bytes; the connection times the answers it gives so (``Dispatcher.ran_now``)."""
 
     body: Any
-    again: Callable[[], Any]
+    again: Callable[[int], Any]

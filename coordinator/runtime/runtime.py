@@ -77,6 +77,9 @@ class Shard(Protocol):
 WriteHandler = Callable[[Any, int], Result]
 ReadHandler = Callable[[Any, int], Any]
 EventListener = Callable[[int, float, float], None]
+EventsListener = Callable[[int, float], None]
+"""Told of events run now in a batch (``ran_now``): how many, and the processing time (ms)
+of each (the batch's mean)."""
 RecordListener = Callable[[int, int, int, Any, Any], None]
 """Told of every record a partition applies: (partition, offset, timestamp, key, value)."""
 
@@ -86,6 +89,12 @@ class PartitionState(Enum):
     ACTIVE = "active"
     FAILED = "failed"
     CLOSED = "closed"
+
+
+_ACTIVE = PartitionState.ACTIVE
+"""``PartitionState.ACTIVE``, for the checks every event makes: in Python 3.11 an enum
+member read from its class goes through ``EnumType.__getattr__`` (some 20 times the cost of
+a module global)."""
 
 
 @dataclass(slots=True)
@@ -146,6 +155,9 @@ class CoordinatorRuntime:
         self.flush_interval_ms = flush_interval_ms
         self.timer_tick_ms = timer_tick_ms
         self.event_listener = event_listener
+        self.events_listener: EventsListener | None = None
+        """Told of the events run in batches on the shards ``ready_shard`` gave
+        (``ran_now``); ``event_listener`` is told of every other event."""
         self.record_listener: RecordListener | None = None
         """Told of every record applied, written or loaded (the rebalance timeline)."""
         self.record_listener_keys: frozenset[type] | None = None
@@ -201,7 +213,7 @@ class CoordinatorRuntime:
         for partition in self.partitions:
             if partition.log is not None:
                 with contextlib.suppress(OSError, ValueError, StorageError):
-                    if partition.state is PartitionState.ACTIVE:
+                    if partition.state is _ACTIVE:
                         partition.log.flush()
                 partition.log.close()
             partition.state = PartitionState.CLOSED
@@ -321,7 +333,7 @@ class CoordinatorRuntime:
         """An active partition's log and the offset it is durable to (what readers of the
         internal topics may see); None while it loads or after it failed."""
         partition = self.partitions[index]
-        if partition.state is not PartitionState.ACTIVE or partition.log is None:
+        if partition.state is not _ACTIVE or partition.log is None:
             return None
         return partition.log, partition.durable
 
@@ -329,7 +341,7 @@ class CoordinatorRuntime:
         partition = self.partitions[index]
         if partition.state is PartitionState.LOADING:
             raise load_in_progress(index)
-        if partition.state is not PartitionState.ACTIVE:
+        if partition.state is not _ACTIVE:
             raise not_available(index, partition.failure or partition.state.value)
         return partition
 
@@ -363,16 +375,14 @@ class CoordinatorRuntime:
             partition.queue.put_nowait(_Event(True, _RELOAD, None, name="an event failed"))
         return future
 
-    def run_now(self, index: int, handler: Callable[[Any, int], Any], name: str = "request",
-                group_id: str | None = None) -> Any:
-        """An event that writes no record, run and answered now if ``submit`` would run it
-        now and answer it at once (the partition active, nothing queued, its turn's budget
-        left, nothing the event must wait for still to be made durable): ``handler(shard,
-        now)``'s answer. None, with nothing done, otherwise, or when the handler returns None
-        (it must then have changed nothing): the caller submits the event instead. The event
-        is timed and told to the event listener as a submitted one is."""
+    def ready_shard(self, index: int, group_id: str | None = None) -> Any:
+        """The partition's shard if an event that writes no record (of ``group_id``'s) would
+        run now and be answered at once: the partition active, nothing queued, its turn's
+        budget left, nothing the event must wait for still to be made durable. None
+        otherwise. The caller runs such an event on it at once, changing nothing if it
+        cannot answer, and then tells ``ran_now``."""
         partition = self.partitions[index]
-        if (partition.state is not PartitionState.ACTIVE or not partition.queue.empty()
+        if (partition.state is not _ACTIVE or partition.queue.qsize()
                 or partition.turn_ms > TURN_BUDGET_MS):
             return None
         if self.flush_interval_ms == 0:
@@ -383,22 +393,17 @@ class CoordinatorRuntime:
             elif (durable < partition.appended_unkeyed
                   or durable < partition.appended_by_group.get(group_id, 0)):
                 return None
-        started = time.perf_counter()
-        try:
-            answer = handler(partition.shard, self.clock.now_ms())
-        except Exception:  # the submitted event runs it again, and fails as events fail
-            log.exception("event failed; submitting it", partition=index, event_name=name)
-            return None
-        if answer is None:
-            return None
-        processing_ms = (time.perf_counter() - started) * 1000.0
-        if processing_ms >= self.slow_event_ms:
-            log.warning("slow coordinator event: every group waited for it",
-                        partition=index, event_name=name, group_id=group_id, records=0,
+        return partition.shard
+
+    def ran_now(self, count: int, processing_ms: float) -> None:
+        """``count`` events were run on shards from ``ready_shard``, in ``processing_ms``
+        together: timed and told as events are (each one the batch's mean)."""
+        each = processing_ms / count
+        if each >= self.slow_event_ms:
+            log.warning("slow coordinator events: every group waited for them", events=count,
                         processing_ms=round(processing_ms, 1))
-        if self.event_listener is not None:
-            self.event_listener(index, 0.0, processing_ms)
-        return answer
+        if self.events_listener is not None:
+            self.events_listener(count, each)
 
     def queue_size(self, index: int) -> int:
         return self.partitions[index].queue.qsize()
@@ -456,7 +461,7 @@ class CoordinatorRuntime:
     def _run_event(self, partition: _Partition, event: _Event) -> None:
         if event.future is not None and event.future.done():
             return  # the requester went away
-        if partition.state is not PartitionState.ACTIVE:
+        if partition.state is not _ACTIVE:
             _fail(event.future, not_available(partition.index, partition.failure or "not active"))
             return
         now = self.clock.now_ms()
@@ -558,7 +563,7 @@ class CoordinatorRuntime:
         requests: list[tuple[int, int, Done]] = []
         for partition in batch:
             plog = partition.log
-            if partition.state is not PartitionState.ACTIVE or plog is None:
+            if partition.state is not _ACTIVE or plog is None:
                 continue
             try:
                 written_to, fd = plog.write_pending()
@@ -617,7 +622,7 @@ class CoordinatorRuntime:
     def _snapshot_due(self, partition: _Partition) -> bool:
         if (self.snapshot_max_bytes <= 0 or partition.snapshotting
                 or partition.durable <= partition.snapshot_end
-                or partition.state is not PartitionState.ACTIVE):
+                or partition.state is not _ACTIVE):
             return False
         if partition.bytes_since_snapshot >= self.snapshot_max_bytes:
             return True
@@ -704,7 +709,7 @@ class CoordinatorRuntime:
         tick or more ahead fires on time, not up to a tick late)."""
         soonest = None
         for partition in self.partitions:
-            if partition.state is PartitionState.ACTIVE and partition.shard is not None:
+            if partition.state is _ACTIVE and partition.shard is not None:
                 deadline = partition.shard.timers.next_deadline()
                 if deadline is not None and (soonest is None or deadline < soonest):
                     soonest = deadline
@@ -717,7 +722,7 @@ class CoordinatorRuntime:
         now = self.clock.now_ms()
         fired = 0
         for partition in self.partitions:
-            if partition.state is not PartitionState.ACTIVE:
+            if partition.state is not _ACTIVE:
                 continue
             for key, action in partition.shard.timers.poll(now):
                 partition.queue.put_nowait(_Event(True, action, None, name=f"timer {key}"))

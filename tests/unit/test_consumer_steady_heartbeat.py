@@ -11,7 +11,7 @@ import pytest
 from coordinator.groups.consumer.env import ConsumerGroupSettings
 from coordinator.groups.consumer.heartbeat import HeartbeatRequest, heartbeat
 from coordinator.groups.consumer.membership import session_key
-from coordinator.groups.consumer.steady import steady_heartbeat
+from coordinator.groups.consumer.steady import SteadyHeartbeats, steady_heartbeat
 from coordinator.runtime import CoordinatorError
 from coordinator.testing.consumer_group_context import ConsumerGroupContext
 from protocol import ErrorCode
@@ -125,3 +125,31 @@ def test_a_deleted_topic_takes_the_full_handler_which_revokes_it() -> None:
     group = ctx.group()
     group.subscription_metadata = {}
     assert steady_heartbeat(ctx.shard, ctx.now, ctx.env, _steady(ctx)) is None
+
+
+def test_the_repeated_steady_answer_follows_the_groups_configs_and_its_member() -> None:
+    """``SteadyHeartbeats`` (what a connection's shortcut asks each time) keeps what it checked
+    only while the objects it checked are the same: a group config set later changes the
+    interval and the session it answers with, and a member that changed takes the full
+    handler."""
+    ctx = _stable_pair()
+    request = _steady(ctx)
+    repeated = SteadyHeartbeats(ctx.env, request)
+    key = session_key("g", "m1")
+    for _ in range(3):
+        ctx.now += 100
+        assert repeated.interval_ms(ctx.shard, ctx.now) == \
+            ctx.env.settings.heartbeat_interval_ms
+        assert ctx.shard.timers.deadline(key) == ctx.now + ctx.env.settings.session_timeout_ms
+    ctx.set_group_configs("g", {"consumer.heartbeat.interval.ms": "7000",
+                                "consumer.session.timeout.ms": "50000"})
+    ctx.now += 100
+    assert repeated.interval_ms(ctx.shard, ctx.now) == 7000
+    assert ctx.shard.timers.deadline(key) == ctx.now + 50000
+    full = steady_heartbeat(ctx.shard, ctx.now, ctx.env, request)
+    assert full is not None and full.response.heartbeat_interval_ms == 7000
+    ctx.set_group_configs("g", {})
+    assert repeated.interval_ms(ctx.shard, ctx.now) == ctx.env.settings.heartbeat_interval_ms
+    # the member fenced (epoch bumped by a new member): the group check refuses
+    ctx.heartbeat(member_id="m3", topics=["orders"])
+    assert repeated.interval_ms(ctx.shard, ctx.now) is None

@@ -12,6 +12,7 @@ checks the two agree.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from coordinator.runtime import Result
@@ -20,8 +21,12 @@ from .env import ConsumerGroupEnv
 from .heartbeat import HeartbeatRequest, HeartbeatResponse
 from .membership import schedule_session_timeout, session_key
 from .model import ConsumerGroup, ConsumerGroupMember, MemberState
-from .settings import group_settings
+from .settings import GroupSettings, group_settings
 from .target import subscribed_ids
+
+_NO_CONFIGS: Any = object()
+"""What ``SteadyHeartbeats`` takes for a group without configs of its own (not None: a kept
+None would compare equal to a first look)."""
 
 
 def is_steady_request(request: HeartbeatRequest) -> bool:
@@ -61,15 +66,26 @@ def steady_response(shard: Any, now_ms: int, env: ConsumerGroupEnv,
 
 class SteadyHeartbeats:
     """``steady_response`` of one steady request, asked again and again (a member's every
-    heartbeat): its checks of the member are skipped while the group holds the very member
-    object they passed on, with the same subscription metadata (members are frozen and
-    replaced when they change; the metadata is replaced, never changed in place); the
-    group's are made every time."""
+    heartbeat, from a connection's shortcut), as cheaply as it can be: its checks of the
+    member are skipped while the group holds the very member object they passed on, with the
+    same subscription metadata (members are frozen and replaced when they change; the
+    metadata is replaced, never changed in place), and the group's effective settings are
+    kept while its configs and the broker's are the same objects (they too are replaced when
+    they change); the group's checks are made every time.
 
-    __slots__ = ("_env", "_group_id", "_member", "_member_id", "_metadata", "_request",
-                 "_session")
+    ``again(now_ms)`` is the answer's body (``body_for(interval)``, made again only when the
+    interval changes), or None with nothing changed: it runs on the shard
+    ``ready(index, group_id)`` gives (the runtime's ``ready_shard``: None when the event
+    would not run at once)."""
 
-    def __init__(self, env: ConsumerGroupEnv, request: HeartbeatRequest) -> None:
+    __slots__ = ("_base", "_body", "_body_for", "_env", "_group_id", "_index", "_interval",
+                 "_legacy", "_member", "_member_id", "_metadata", "_ready", "_request",
+                 "_session", "_settings", "_stored")
+
+    def __init__(self, env: ConsumerGroupEnv, request: HeartbeatRequest,
+                 ready: Callable[[int, str], Any] = lambda index, group_id: None,
+                 index: int = 0, body_for: Callable[[int], Any] = lambda interval: None
+                 ) -> None:
         self._env = env
         self._request = request
         self._group_id = request.group_id
@@ -77,21 +93,52 @@ class SteadyHeartbeats:
         self._session = session_key(request.group_id, request.member_id)
         self._member: ConsumerGroupMember | None = None
         self._metadata: Any = None
+        self._stored: Any = None
+        self._legacy: Any = None
+        self._base: Any = None
+        self._settings: GroupSettings | None = None
+        self._ready = ready
+        self._index = index
+        self._body_for = body_for
+        self._interval: int | None = None
+        self._body: Any = None
+
+    def again(self, now_ms: int) -> Any:
+        shard = self._ready(self._index, self._group_id)
+        if shard is None:
+            return None
+        interval = self.interval_ms(shard, now_ms)
+        if interval is None:
+            return None
+        if interval != self._interval:
+            self._interval, self._body = interval, self._body_for(interval)
+        return self._body
 
     def interval_ms(self, shard: Any, now_ms: int) -> int | None:
         """The heartbeat interval to answer with (the member's session timer moved), or None,
         with nothing changed."""
-        group = shard.groups.get(self._group_id)
-        request = self._request
-        if type(group) is not ConsumerGroup or not _group_steady(group, request.member_epoch):
-            return None
+        group_id = self._group_id
+        group = shard.groups.get(group_id)
+        epoch = self._request.member_epoch
+        if (type(group) is not ConsumerGroup or group.group_epoch != epoch
+                or group.assignment_epoch != epoch or group.assignor_run is not None
+                or group.resolved_regexes or group.subscribed_regex_counts):
+            return None  # not ``_group_steady``
         member = group.members.get(self._member_id)
         if member is not self._member or group.subscription_metadata is not self._metadata:
-            if member is None or not _member_steady(group, member, request):
+            if member is None or not _member_steady(group, member, self._request):
                 return None
             self._member, self._metadata = member, group.subscription_metadata
-        return _keep_session(shard, self._env, self._group_id, self._member_id, self._session,
-                             now_ms)
+        settings = self._settings
+        stored = shard.group_configs.get(group_id, _NO_CONFIGS)
+        legacy = shard.legacy_group_configs.get(group_id)
+        if (settings is None or stored is not self._stored or legacy is not self._legacy
+                or self._env.settings is not self._base):
+            self._stored, self._legacy, self._base = stored, legacy, self._env.settings
+            settings = self._settings = group_settings(shard, self._env, group_id)
+        if not shard.timers.postpone(self._session, now_ms + settings.session_timeout_ms):
+            schedule_session_timeout(shard, self._env, group_id, self._member_id, now_ms)
+        return settings.heartbeat_interval_ms
 
 
 def _group_steady(group: ConsumerGroup, epoch: int) -> bool:
