@@ -356,21 +356,23 @@ class Connection:
         # answers still in the transport's buffer went before (only a full one holds these)
         if self._writing or not self.pending.empty() or self.stream.write_paused:
             return 0
-        shortcuts = self.shortcuts
-        buffer = self.stream.buffer
-        start, end = 0, len(buffer)
-        out: list[bytes | bytearray] = []
         dispatcher = self.server.dispatcher
         if dispatcher.faults_armed():
             return 0
         started = time.perf_counter()
         now_ms = dispatcher.now_ms()
-        while end - start >= 12 and len(out) < 3 * INLINE_REQUESTS:
-            size, api = _SIZE_API.unpack_from(buffer, start)
+        shortcut_of = self.shortcuts.get
+        size_api = _SIZE_API.unpack_from
+        buffer = self.stream.buffer
+        start, end = 0, len(buffer)
+        out: list[bytes | bytearray] = []
+        answered = 0
+        while end - start >= 12 and answered < INLINE_REQUESTS:
+            size, api = size_api(buffer, start)
             stop = start + 4 + size
             if stop > end or size > SHORTCUT_MAX_FRAME or size < 8:
                 break
-            shortcut = shortcuts.get(bytes(buffer[start + 12:stop]))
+            shortcut = shortcut_of(bytes(buffer[start + 12:stop]))
             if shortcut is None or shortcut.api != api:
                 break
             body = shortcut.again(now_ms)
@@ -380,7 +382,8 @@ class Connection:
                 shortcut.take(body)
             out += (shortcut.head, buffer[start + 8:start + 12], shortcut.tail)
             start = stop
-        if not start:
+            answered += 1
+        if not answered:
             return 0
         self.stream.consume(start)
         self._last_read = self._loop.time()
@@ -389,7 +392,6 @@ class Connection:
             self._emit(data)
         else:
             self.stream.write(data)
-        answered = len(out) // 3
         dispatcher.ran_now(answered, (time.perf_counter() - started) * 1000.0)
         return answered
 

@@ -134,22 +134,28 @@ def test_the_repeated_steady_answer_follows_the_groups_configs_and_its_member() 
     handler."""
     ctx = _stable_pair()
     request = _steady(ctx)
-    repeated = SteadyHeartbeats(ctx.env, request)
+    # answered with the interval itself for a body, on the context's shard
+    repeated = SteadyHeartbeats(ctx.env, request, lambda index, group_id: ctx.shard, 0,
+                                lambda interval: interval)
     key = session_key("g", "m1")
     for _ in range(3):
         ctx.now += 100
-        assert repeated.interval_ms(ctx.shard, ctx.now) == \
+        assert repeated.again(ctx.now) == \
             ctx.env.settings.heartbeat_interval_ms
         assert ctx.shard.timers.deadline(key) == ctx.now + ctx.env.settings.session_timeout_ms
     ctx.set_group_configs("g", {"consumer.heartbeat.interval.ms": "7000",
                                 "consumer.session.timeout.ms": "50000"})
     ctx.now += 100
-    assert repeated.interval_ms(ctx.shard, ctx.now) == 7000
+    assert repeated.again(ctx.now) == 7000
     assert ctx.shard.timers.deadline(key) == ctx.now + 50000
     full = steady_heartbeat(ctx.shard, ctx.now, ctx.env, request)
     assert full is not None and full.response.heartbeat_interval_ms == 7000
     ctx.set_group_configs("g", {})
-    assert repeated.interval_ms(ctx.shard, ctx.now) == ctx.env.settings.heartbeat_interval_ms
+    assert repeated.again(ctx.now) == ctx.env.settings.heartbeat_interval_ms
     # the member fenced (epoch bumped by a new member): the group check refuses
     ctx.heartbeat(member_id="m3", topics=["orders"])
-    assert repeated.interval_ms(ctx.shard, ctx.now) is None
+    assert repeated.again(ctx.now) is None
+    # nor does it answer on a partition the runtime would not run it on at once
+    not_ready = SteadyHeartbeats(ctx.env, _steady(ctx, "m2"), lambda index, group_id: None, 0,
+                                 lambda interval: interval)
+    assert not_ready.again(ctx.now) is None

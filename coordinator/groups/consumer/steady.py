@@ -73,19 +73,18 @@ class SteadyHeartbeats:
     kept while its configs and the broker's are the same objects (they too are replaced when
     they change); the group's checks are made every time.
 
-    ``again(now_ms)`` is the answer's body (``body_for(interval)``, made again only when the
-    interval changes), or None with nothing changed: it runs on the shard
-    ``ready(index, group_id)`` gives (the runtime's ``ready_shard``: None when the event
-    would not run at once)."""
+    ``again(now_ms)`` is the answer's body (``body_for(interval)`` of the group's heartbeat
+    interval, made again only when the interval changes; the member's session timer moved),
+    or None with nothing changed: it runs on the shard ``ready(index, group_id)`` gives (the
+    runtime's ``ready_shard``: None when the event would not run at once)."""
 
     __slots__ = ("_base", "_body", "_body_for", "_env", "_group_id", "_index", "_interval",
                  "_legacy", "_member", "_member_id", "_metadata", "_ready", "_request",
                  "_session", "_settings", "_stored")
 
     def __init__(self, env: ConsumerGroupEnv, request: HeartbeatRequest,
-                 ready: Callable[[int, str], Any] = lambda index, group_id: None,
-                 index: int = 0, body_for: Callable[[int], Any] = lambda interval: None
-                 ) -> None:
+                 ready: Callable[[int, str], Any], index: int,
+                 body_for: Callable[[int], Any]) -> None:
         self._env = env
         self._request = request
         self._group_id = request.group_id
@@ -107,16 +106,6 @@ class SteadyHeartbeats:
         shard = self._ready(self._index, self._group_id)
         if shard is None:
             return None
-        interval = self.interval_ms(shard, now_ms)
-        if interval is None:
-            return None
-        if interval != self._interval:
-            self._interval, self._body = interval, self._body_for(interval)
-        return self._body
-
-    def interval_ms(self, shard: Any, now_ms: int) -> int | None:
-        """The heartbeat interval to answer with (the member's session timer moved), or None,
-        with nothing changed."""
         group_id = self._group_id
         group = shard.groups.get(group_id)
         epoch = self._request.member_epoch
@@ -136,9 +125,13 @@ class SteadyHeartbeats:
                 or self._env.settings is not self._base):
             self._stored, self._legacy, self._base = stored, legacy, self._env.settings
             settings = self._settings = group_settings(shard, self._env, group_id)
+        # the member's session timer moves as ``_keep_session`` moves it
         if not shard.timers.postpone(self._session, now_ms + settings.session_timeout_ms):
             schedule_session_timeout(shard, self._env, group_id, self._member_id, now_ms)
-        return settings.heartbeat_interval_ms
+        interval = settings.heartbeat_interval_ms
+        if interval != self._interval:
+            self._interval, self._body = interval, self._body_for(interval)
+        return self._body
 
 
 def _group_steady(group: ConsumerGroup, epoch: int) -> bool:
