@@ -264,7 +264,8 @@ def topics_with_racks(
 
 
 @cache
-def _topics_with_racks(count: int, racks: str | None) -> st.SearchStrategy[list[TopicMetadata]]:
+def racked_topics(count: int, racks: str | None) -> st.SearchStrategy[list[TopicMetadata]]:
+    """``topics_with_racks(count, racks=racks)``, built once."""
     return topics_with_racks(count, racks=racks)
 
 
@@ -279,7 +280,7 @@ def overlapping_strategy(
     assignment (possibly empty)."""
     kind = kind or draw(sampled(("overlapping", "random")))
     count = draw(integers(2, max_topics))
-    topics = draw(_topics_with_racks(count, racks))
+    topics = draw(racked_topics(count, racks))
     ids = tuple(t.topic_id for t in topics)
     size = draw(integers(2, max_members))
     window = draw(integers(1, count))
