@@ -19,6 +19,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     parallel.collected(config, items)
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # xdist's controller, before it starts the workers: Hypothesis builds its Unicode tables
+    # (the characters text() draws from) on first use and keeps them in .hypothesis/; on a clean
+    # clone every worker would build them at once (about 2 s of CPU each)
+    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
+        from hypothesis import strategies as st
+
+        st.text().validate()
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
     parallel.configure_node(node)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from collections import Counter
 from collections.abc import Hashable
+from functools import cache
 from typing import Any
 
 from hypothesis import strategies as st
@@ -19,21 +20,55 @@ def topic_id(i: int) -> uuid.UUID:
     return uuid.UUID(int=i + 1)
 
 
+# The strategies the composites below draw from, each built once for its arguments: one built
+# afresh inside a draw is validated again by Hypothesis on its first draw, which costs more than
+# the draw itself (and one over a list is not cached by Hypothesis at all). Same strategies,
+# same values: only the building is shared.
+BOOLEANS = st.booleans()
+
+
+@cache
+def integers(low: int, high: int) -> st.SearchStrategy[int]:
+    return st.integers(low, high)
+
+
+@cache
+def sampled(values: tuple[Any, ...]) -> st.SearchStrategy[Any]:
+    return st.sampled_from(values)
+
+
+@cache
+def sets_of(values: tuple[Any, ...], min_size: int = 0,
+            max_size: int | None = None) -> st.SearchStrategy[set[Any]]:
+    """``st.sets(st.sampled_from(values), ...)``."""
+    return st.sets(sampled(values), min_size=min_size, max_size=max_size)
+
+
+@cache
+def lists_of(elements: st.SearchStrategy[Any], min_size: int = 0, max_size: int | None = None,
+             unique: bool = False) -> st.SearchStrategy[list[Any]]:
+    """``st.lists(elements, ...)`` for an ``elements`` strategy that is itself built once."""
+    return st.lists(elements, min_size=min_size, max_size=max_size, unique=unique)
+
+
 @st.composite
 def topics_strategy(draw: st.DrawFn, max_topics: int = 5, max_partitions: int = 12) -> list:
-    count = draw(st.integers(1, max_topics))
-    racks = draw(st.booleans())
+    count = draw(integers(1, max_topics))
+    racks = draw(BOOLEANS)
     topics = []
     for i in range(count):
-        n = draw(st.integers(0, max_partitions))
+        n = draw(integers(0, max_partitions))
         partition_racks = None
         if racks:
             partition_racks = [
-                set(draw(st.lists(st.sampled_from(RACKS), min_size=1, max_size=2)))
+                set(draw(lists_of(sampled(RACKS), min_size=1, max_size=2)))
                 for _ in range(n)
             ]
         topics.append(TopicMetadata(topic_id(i), f"t{i}", n, partition_racks))
     return topics
+
+
+TOPICS = topics_strategy()
 
 
 @st.composite
@@ -41,23 +76,24 @@ def group_strategy(
     draw: st.DrawFn, homogeneous: bool | None = None, max_members: int = 7
 ) -> tuple[list[MemberSpec], list[TopicMetadata]]:
     """Members, topics, random subscriptions/racks and a random valid current assignment."""
-    topics = draw(topics_strategy())
-    ids = [t.topic_id for t in topics]
-    count = draw(st.integers(1, max_members))
-    same = draw(st.booleans()) if homogeneous is None else homogeneous
-    shared = draw(st.sets(st.sampled_from(ids), min_size=1))
-    racked = draw(st.booleans())
+    topics = draw(TOPICS)
+    ids = tuple(t.topic_id for t in topics)
+    count = draw(integers(1, max_members))
+    same = draw(BOOLEANS) if homogeneous is None else homogeneous
+    shared = draw(sets_of(ids, min_size=1))
+    racked = draw(BOOLEANS)
     members = []
     for i in range(count):
-        subs = shared if same else draw(st.sets(st.sampled_from(ids)))
-        rack = draw(st.sampled_from(RACKS)) if racked else None
-        iid = f"i{count - i}" if draw(st.booleans()) and not same else None
+        subs = shared if same else draw(sets_of(ids))
+        rack = draw(sampled(RACKS)) if racked else None
+        iid = f"i{count - i}" if draw(BOOLEANS) and not same else None
         members.append(MemberSpec(f"m{i}", frozenset(subs), instance_id=iid, rack=rack))
     # random current assignment: any member (subscribed or not) or nobody owns a partition
     holdings: dict[str, dict[Hashable, list[int]]] = {m.member_id: {} for m in members}
+    owner_of = integers(-1, count - 1)
     for t in topics:
         for p in range(t.partition_count):
-            owner = draw(st.integers(-1, count - 1))
+            owner = draw(owner_of)
             if owner >= 0:
                 holdings[f"m{owner}"].setdefault(t.topic_id, []).append(p)
     members = [
@@ -211,20 +247,26 @@ def topics_with_racks(
 ) -> list[TopicMetadata]:
     """``count`` topics; ``racks``: ``none``, ``single`` (one replica rack per partition) or
     ``multi`` (one to three), drawn when not given."""
-    mode = racks or draw(st.sampled_from(["none", "single", "multi"]))
+    mode = racks or draw(sampled(("none", "single", "multi")))
     topics = []
     for i in range(count):
-        n = draw(st.integers(0, max_partitions))
+        n = draw(integers(0, max_partitions))
         partition_racks = None
         if mode == "single":
-            partition_racks = [{draw(st.sampled_from(RACKS))} for _ in range(n)]
+            partition_racks = [{draw(sampled(RACKS))} for _ in range(n)]
         elif mode == "multi":
             partition_racks = [
-                set(draw(st.lists(st.sampled_from(RACKS), min_size=1, max_size=3)))
+                set(draw(lists_of(sampled(RACKS), min_size=1, max_size=3)))
                 for _ in range(n)
             ]
         topics.append(TopicMetadata(topic_id(i), f"t{i}", n, partition_racks))
     return topics
+
+
+@cache
+def racked_topics(count: int, racks: str | None) -> st.SearchStrategy[list[TopicMetadata]]:
+    """``topics_with_racks(count, racks=racks)``, built once."""
+    return topics_with_racks(count, racks=racks)
 
 
 @st.composite
@@ -236,28 +278,29 @@ def overlapping_strategy(
     ``window`` consecutive topics from ``stride * i``, wrapping) or ``random`` (a random
     subset of ``window`` topics each), with or without racks, and a random current
     assignment (possibly empty)."""
-    kind = kind or draw(st.sampled_from(["overlapping", "random"]))
-    count = draw(st.integers(2, max_topics))
-    topics = draw(topics_with_racks(count, racks=racks))
-    ids = [t.topic_id for t in topics]
-    size = draw(st.integers(2, max_members))
-    window = draw(st.integers(1, count))
-    stride = draw(st.integers(1, count))
-    racked = draw(st.booleans()) or racks is not None
+    kind = kind or draw(sampled(("overlapping", "random")))
+    count = draw(integers(2, max_topics))
+    topics = draw(racked_topics(count, racks))
+    ids = tuple(t.topic_id for t in topics)
+    size = draw(integers(2, max_members))
+    window = draw(integers(1, count))
+    stride = draw(integers(1, count))
+    racked = draw(BOOLEANS) or racks is not None
     members = []
     for i in range(size):
         if kind == "overlapping":
             subs = frozenset(ids[(stride * i + j) % count] for j in range(window))
         else:
-            subs = frozenset(draw(st.lists(st.sampled_from(ids), min_size=window,
+            subs = frozenset(draw(lists_of(sampled(ids), min_size=window,
                                            max_size=window, unique=True)))
-        rack = draw(st.sampled_from((*RACKS, None))) if racked else None
+        rack = draw(sampled((*RACKS, None))) if racked else None
         members.append(MemberSpec(f"m{i}", subs, rack=rack))
-    if draw(st.booleans()):
+    if draw(BOOLEANS):
         holdings: dict[str, dict[Hashable, list[int]]] = {m.member_id: {} for m in members}
+        owner_of = integers(-1, size - 1)
         for t in topics:
             for p in range(t.partition_count):
-                owner = draw(st.integers(-1, size - 1))
+                owner = draw(owner_of)
                 if owner >= 0:
                     holdings[f"m{owner}"].setdefault(t.topic_id, []).append(p)
         members = [

@@ -21,12 +21,16 @@ from assignors import (
 )
 
 from .assignor_checks import (
+    BOOLEANS,
     RACKS,
     build,
     check_uniform_balance,
     check_valid,
+    integers,
+    lists_of,
+    racked_topics,
+    sampled,
     topic_id,
-    topics_with_racks,
     with_current,
 )
 
@@ -36,13 +40,13 @@ PROPS = settings(max_examples=int(os.environ.get("ASSIGNOR_EXAMPLES", "150")), d
 
 @st.composite
 def fresh_homogeneous(draw: st.DrawFn) -> tuple[list[MemberSpec], list[TopicMetadata]]:
-    count = draw(st.integers(1, 6))
-    topics = draw(topics_with_racks(count, racks=draw(st.sampled_from(["single", "multi"]))))
-    if draw(st.booleans()):  # a topic without rack data beside racked ones
-        topics.append(TopicMetadata(topic_id(count), f"t{count}", draw(st.integers(0, 6))))
+    count = draw(integers(1, 6))
+    topics = draw(racked_topics(count, draw(sampled(("single", "multi")))))
+    if draw(BOOLEANS):  # a topic without rack data beside racked ones
+        topics.append(TopicMetadata(topic_id(count), f"t{count}", draw(integers(0, 6))))
     subs = frozenset(t.topic_id for t in topics)
-    size = draw(st.integers(1, 9))
-    members = [MemberSpec(f"m{i}", subs, rack=draw(st.sampled_from((*RACKS, None))))
+    size = draw(integers(1, 9))
+    members = [MemberSpec(f"m{i}", subs, rack=draw(sampled((*RACKS, None))))
                for i in range(size)]
     return members, topics
 
@@ -126,14 +130,14 @@ def test_first_assignment_matches_the_most_racks(group) -> None:
 def fresh_one_layout(draw: st.DrawFn) -> tuple[list[MemberSpec], list[TopicMetadata]]:
     """Every topic with the same partition count and replica racks (what real topics and
     the bench usually are): the first assignment cuts the classes' streams by arithmetic."""
-    n = draw(st.integers(1, 12))
-    layout = [set(draw(st.lists(st.sampled_from(RACKS), min_size=1, max_size=2)))
+    n = draw(integers(1, 12))
+    layout = [set(draw(lists_of(sampled(RACKS), min_size=1, max_size=2)))
               for _ in range(n)]
     topics = [TopicMetadata(topic_id(i), f"t{i}", n, layout)
-              for i in range(draw(st.integers(1, 6)))]
+              for i in range(draw(integers(1, 6)))]
     subs = frozenset(t.topic_id for t in topics)
-    members = [MemberSpec(f"m{i}", subs, rack=draw(st.sampled_from((*RACKS, None))))
-               for i in range(draw(st.integers(1, 12)))]
+    members = [MemberSpec(f"m{i}", subs, rack=draw(sampled((*RACKS, None))))
+               for i in range(draw(integers(1, 12)))]
     return members, topics
 
 

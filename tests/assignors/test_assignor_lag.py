@@ -30,6 +30,9 @@ from .assignor_checks import (
     check_per_topic_balance,
     check_valid,
     group_strategy,
+    integers,
+    lists_of,
+    sampled,
     topic_id,
     with_current,
 )
@@ -41,7 +44,7 @@ T0 = topic_id(0)
 
 def lags_for(data: st.DataObject, topics: list[TopicMetadata]) -> dict:
     return {
-        t.topic_id: data.draw(st.lists(st.integers(0, 1000), min_size=t.partition_count,
+        t.topic_id: data.draw(lists_of(integers(0, 1000), min_size=t.partition_count,
                                        max_size=t.partition_count), label=f"lags {t.name}")
         for t in topics
     }
@@ -89,13 +92,14 @@ def test_join_or_leave_is_sticky(group, data) -> None:
 def test_lag_noise_moves_nothing(group, data) -> None:
     members, topics = group
     lags = {
-        t.topic_id: data.draw(st.lists(st.integers(10_000, 11_000), min_size=t.partition_count,
+        t.topic_id: data.draw(lists_of(integers(10_000, 11_000), min_size=t.partition_count,
                                        max_size=t.partition_count))
         for t in topics
     }
     assignor = LagAssignor()
     before = assignor.assign(build(members, topics, lags=lags))
-    noisy = {tid: [v + data.draw(st.integers(-100, 100)) for v in row] for tid, row in lags.items()}
+    noise = integers(-100, 100)
+    noisy = {tid: [v + data.draw(noise) for v in row] for tid, row in lags.items()}
     after = assignor.assign(build(with_current(members, before), topics, lags=noisy))
     assert after == before
 
@@ -173,12 +177,14 @@ def _reference(spec: AssignmentSpec, tolerance: float = 0.2,
     return assign_reference(spec, lambda t: partition_lags(spec, t, reset), tolerance)
 
 
+_LAG_VALUES = {"ties": integers(0, 3), "wide": integers(0, 10**12), "zero": st.just(0)}
+
+
 def _lag_rows(data: st.DataObject, topics: list[TopicMetadata]) -> dict:
     """Lags with many ties and zeros, or spread out, or all zero."""
-    kind = data.draw(st.sampled_from(["ties", "wide", "zero"]), label="lag kind")
-    values = {"ties": st.integers(0, 3), "wide": st.integers(0, 10**12), "zero": st.just(0)}
+    kind = data.draw(sampled(("ties", "wide", "zero")), label="lag kind")
     return {
-        t.topic_id: data.draw(st.lists(values[kind], min_size=t.partition_count,
+        t.topic_id: data.draw(lists_of(_LAG_VALUES[kind], min_size=t.partition_count,
                                        max_size=t.partition_count), label=f"lags {t.name}")
         for t in topics
     }

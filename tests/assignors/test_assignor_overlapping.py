@@ -29,6 +29,7 @@ from assignors.racks import class_rack_flow, split_by_rack
 from assignors.structure import Component
 
 from .assignor_checks import (
+    BOOLEANS,
     RACKS,
     build,
     check_most_balanced,
@@ -38,7 +39,11 @@ from .assignor_checks import (
     check_uniform_balance,
     check_valid,
     held_by,
+    integers,
+    lists_of,
     overlapping_strategy,
+    sampled,
+    sets_of,
     topic_id,
     with_current,
 )
@@ -79,10 +84,10 @@ def test_uniform_join_leave_or_resubscribe_is_sticky(group, data) -> None:
     members, topics = group
     before = UNIFORM.assign(build(members, topics))
     current = with_current(members, before)
-    if data.draw(st.booleans(), label="resubscribe"):
-        who = data.draw(st.integers(0, len(current) - 1), label="who")
-        ids = [t.topic_id for t in topics]
-        subs = frozenset(data.draw(st.sets(st.sampled_from(ids)), label="subs"))
+    if data.draw(BOOLEANS, label="resubscribe"):
+        who = data.draw(integers(0, len(current) - 1), label="who")
+        ids = tuple(t.topic_id for t in topics)
+        subs = frozenset(data.draw(sets_of(ids), label="subs"))
         m = current[who]
         after_members = [*current[:who],
                          MemberSpec(m.member_id, subs, rack=m.rack, assignment=m.assignment),
@@ -185,13 +190,13 @@ def _range_by_rack(members: list[MemberSpec], topic: TopicMetadata) -> dict[str,
 def test_range_rack_matching_of_sparse_topics(data) -> None:
     """A topic with fewer partitions than subscribers, assigned from scratch with racks:
     exactly :func:`_range_by_rack`."""
-    size = data.draw(st.integers(2, 14), label="members")
-    n = data.draw(st.integers(1, size - 1), label="partitions")
-    replicas = st.sets(st.sampled_from(RACKS), max_size=2)
-    topic = TopicMetadata(topic_id(0), "t0", n, data.draw(st.lists(replicas, min_size=n,
+    size = data.draw(integers(2, 14), label="members")
+    n = data.draw(integers(1, size - 1), label="partitions")
+    replicas = sets_of(RACKS, max_size=2)
+    topic = TopicMetadata(topic_id(0), "t0", n, data.draw(lists_of(replicas, min_size=n,
                                                                    max_size=n)))
     members = [MemberSpec(f"m{i:02d}", frozenset({topic.topic_id}),
-                          rack=data.draw(st.sampled_from((*RACKS, None))))
+                          rack=data.draw(sampled((*RACKS, None))))
                for i in range(size)]
     result = RangeAssignor().assign(build(members, [topic])).members
     expected = _range_by_rack(members, topic)
@@ -204,7 +209,7 @@ def test_range_rack_matching_of_sparse_topics(data) -> None:
 def test_lag_on_overlapping_subscriptions(group, data) -> None:
     members, topics = group
     lags = {
-        t.topic_id: data.draw(st.lists(st.integers(0, 1000), min_size=t.partition_count,
+        t.topic_id: data.draw(lists_of(integers(0, 1000), min_size=t.partition_count,
                                        max_size=t.partition_count), label=f"lags {t.name}")
         for t in topics
     }
@@ -245,15 +250,18 @@ def _max_matching(pool, needs, racks, partition_racks, rack_sets) -> int:
 def test_split_by_rack_matches_the_most(data) -> None:
     rack_sets = (frozenset({0}), frozenset({1}), frozenset({0, 1}), frozenset({1, 2}),
                  frozenset({0, 1, 2}), frozenset({2}))
-    size = data.draw(st.integers(0, 12))
-    partition_racks = [data.draw(st.integers(0, len(rack_sets) - 1)) for _ in range(size)]
-    pool = sorted(data.draw(st.sets(st.integers(0, max(size - 1, 0)), max_size=size))) \
+    size = data.draw(integers(0, 12))
+    rack_set = integers(0, len(rack_sets) - 1)
+    partition_racks = [data.draw(rack_set) for _ in range(size)]
+    pool = sorted(data.draw(st.sets(integers(0, max(size - 1, 0)), max_size=size))) \
         if size else []
-    receivers = data.draw(st.integers(1, 4))
-    racks = [data.draw(st.sampled_from([-1, 0, 1, 2])) for _ in range(receivers)]
+    receivers = data.draw(integers(1, 4))
+    rack = sampled((-1, 0, 1, 2))
+    racks = [data.draw(rack) for _ in range(receivers)]
     needs = [0] * receivers
+    receiver = integers(0, receivers - 1)
     for _ in pool:
-        needs[data.draw(st.integers(0, receivers - 1))] += 1
+        needs[data.draw(receiver)] += 1
     grants = split_by_rack(pool, needs, racks, partition_racks, rack_sets)
     assert [len(g) for g in grants] == needs
     assert sorted(p for g in grants for p in g) == pool

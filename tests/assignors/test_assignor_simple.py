@@ -27,6 +27,7 @@ import pickle
 import uuid
 from collections import Counter
 from collections.abc import Hashable
+from functools import cache
 
 import pytest
 from hypothesis import assume, given, settings
@@ -46,7 +47,7 @@ from assignors import (
 )
 from assignors.simple import desired_counts
 
-from .assignor_checks import topic_id, with_current
+from .assignor_checks import BOOLEANS, integers, sets_of, topic_id, with_current
 from .simple_reference import pools, reference_assign, resolved_subscriptions
 
 ASSIGNOR = SimpleAssignor()
@@ -75,6 +76,11 @@ def one_topic(result: GroupAssignment, topic: Hashable = T0) -> dict[str, list[i
     return {m: list(ts.get(topic, ())) for m, ts in result.members.items()}
 
 
+@cache
+def _held(partition_count: int) -> st.SearchStrategy[frozenset[int]]:
+    return st.frozensets(integers(0, partition_count + 1))
+
+
 @st.composite
 def share_group(
     draw: st.DrawFn, homogeneous: bool | None = None, max_members: int = 8
@@ -82,21 +88,21 @@ def share_group(
     """Members, topics, subscriptions and an arbitrary current target: any member may hold
     any partition, shared or not, subscribed or not, even beyond the partition count."""
     topics = [
-        TopicMetadata(topic_id(i), f"t{i}", draw(st.integers(0, 8)))
-        for i in range(draw(st.integers(1, 4)))
+        TopicMetadata(topic_id(i), f"t{i}", draw(integers(0, 8)))
+        for i in range(draw(integers(1, 4)))
     ]
-    ids = [t.topic_id for t in topics]
-    same = draw(st.booleans()) if homogeneous is None else homogeneous
-    common = draw(st.sets(st.sampled_from(ids), min_size=1))
+    ids = tuple(t.topic_id for t in topics)
+    same = draw(BOOLEANS) if homogeneous is None else homogeneous
+    common = draw(sets_of(ids, min_size=1))
     members = []
-    for i in range(draw(st.integers(1, max_members))):
-        subs = set(common) if same else draw(st.sets(st.sampled_from(ids)))
-        if draw(st.booleans()):
+    for i in range(draw(integers(1, max_members))):
+        subs = set(common) if same else draw(sets_of(ids))
+        if draw(BOOLEANS):
             subs.add(GHOST)
         held: dict[Hashable, frozenset[int]] = {}
         for t in topics:
-            if draw(st.booleans()):
-                held[t.topic_id] = draw(st.frozensets(st.integers(0, t.partition_count + 1)))
+            if draw(BOOLEANS):
+                held[t.topic_id] = draw(_held(t.partition_count))
         members.append(MemberSpec(f"m{i}", frozenset(subs), assignment=held))
     return members, topics
 
@@ -411,13 +417,13 @@ def change(
     data: st.DataObject, members: list[MemberSpec], topics: list[TopicMetadata], same: bool
 ) -> list[MemberSpec]:
     """The group after one member leaves or one joins (same subscription if ``same``)."""
-    if len(members) > 1 and data.draw(st.booleans(), label="leave"):
-        gone = data.draw(st.integers(0, len(members) - 1), label="who")
+    if len(members) > 1 and data.draw(BOOLEANS, label="leave"):
+        gone = data.draw(integers(0, len(members) - 1), label="who")
         return members[:gone] + members[gone + 1:]
     subs = members[0].subscribed_topic_ids
     if not same:
-        ids = [t.topic_id for t in topics]
-        subs = frozenset(data.draw(st.sets(st.sampled_from(ids)), label="subs"))
+        ids = tuple(t.topic_id for t in topics)
+        subs = frozenset(data.draw(sets_of(ids), label="subs"))
     return [*members, MemberSpec("new", subs)]
 
 

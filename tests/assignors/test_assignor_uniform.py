@@ -10,12 +10,16 @@ from hypothesis import strategies as st
 from assignors import MemberSpec, UniformAssignor
 
 from .assignor_checks import (
+    BOOLEANS,
     build,
     check_moves_required,
     check_uniform_balance,
     check_valid,
     group_strategy,
     held_by,
+    integers,
+    sampled,
+    sets_of,
     with_current,
 )
 
@@ -49,14 +53,14 @@ def change(
     data: st.DataObject, members: list[MemberSpec], topics: list, same: bool
 ) -> list[MemberSpec]:
     """The group after one member leaves or one joins (same subscription if ``same``)."""
-    if len(members) > 1 and data.draw(st.booleans(), label="leave"):
-        gone = data.draw(st.integers(0, len(members) - 1), label="who")
+    if len(members) > 1 and data.draw(BOOLEANS, label="leave"):
+        gone = data.draw(integers(0, len(members) - 1), label="who")
         return members[:gone] + members[gone + 1:]
     subs = members[0].subscribed_topic_ids
     if not same:
-        ids = [t.topic_id for t in topics]
-        subs = frozenset(data.draw(st.sets(st.sampled_from(ids)), label="subs"))
-    rack = data.draw(st.sampled_from([None, "r0", "r1", "r2"]), label="rack")
+        ids = tuple(t.topic_id for t in topics)
+        subs = frozenset(data.draw(sets_of(ids), label="subs"))
+    rack = data.draw(sampled((None, "r0", "r1", "r2")), label="rack")
     return [*members, MemberSpec("new", subs, rack=rack)]
 
 

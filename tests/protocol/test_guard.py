@@ -317,29 +317,39 @@ def _try(found: Any, frame: bytes) -> bool:
     return False
 
 
+# what _mutated draws from, built once (a strategy built afresh in a draw is validated again)
+_CASE = st.sampled_from(CASES)
+_HOW_MANY = st.integers(1, 3)
+_HOW = st.sampled_from(["truncate", "set", "pattern", "insert", "length"])
+_BYTE = st.integers(0, 255)
+_PATTERN = st.sampled_from(_PATTERNS)
+_INSERTED = st.binary(min_size=1, max_size=6)
+_BIG = st.integers(2**16, 2**35 - 1)
+
+
 @st.composite
 def _mutated(draw: st.DrawFn) -> tuple[Any, bytes]:
-    key, version = draw(st.sampled_from(CASES))
+    key, version = draw(_CASE)
     found = schema(key, version)
     value = draw(st.from_type(found.request_type))
     try:
         data = bytearray(_body(value))
     except OutOfBoundValue:
         assume(False)
-    for _ in range(draw(st.integers(1, 3))):
+    for _ in range(draw(_HOW_MANY)):
         at = draw(st.integers(0, len(data)))
-        match draw(st.sampled_from(["truncate", "set", "pattern", "insert", "length"])):
+        match draw(_HOW):
             case "truncate":
                 del data[at:]
             case "set":
-                data[at : at + 1] = bytes([draw(st.integers(0, 255))])
+                data[at : at + 1] = bytes([draw(_BYTE)])
             case "pattern":
-                pattern = draw(st.sampled_from(_PATTERNS))
+                pattern = draw(_PATTERN)
                 data[at : at + len(pattern)] = pattern
             case "insert":
-                data[at:at] = draw(st.binary(min_size=1, max_size=6))
+                data[at:at] = draw(_INSERTED)
             case "length":
-                big = draw(st.integers(2**16, 2**35 - 1))
+                big = draw(_BIG)
                 encoded = draw(st.sampled_from([_uvarint(big), struct.pack(">I", big % 2**32)]))
                 data[at : at + len(encoded)] = encoded
     return found, bytes(data)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import uuid
+from functools import cache
 from typing import Any
 
 import pytest
@@ -51,6 +52,7 @@ _bytes = st.binary(max_size=40)
 _uuid = st.builds(uuid.UUID, int=st.integers(0, 2**128 - 1))
 
 
+@cache  # built once per kind: a strategy built afresh is validated again on its first draw
 def strategy(kind: codec.Kind) -> st.SearchStrategy[Any]:
     if kind.name in _INT:
         lo, hi = _INT[kind.name]
@@ -81,8 +83,17 @@ def _deferred(kind: codec.Kind) -> st.SearchStrategy[Any]:
     return st.deferred(lambda: strategy(kind))
 
 
+_STRUCTS: dict[type, st.SearchStrategy[Any]] = {}
+
+
 def struct_strategy(cls: type) -> st.SearchStrategy[Any]:
-    return st.builds(cls, **{s.attr: _deferred(s.kind) for s in codec.fields_of(cls)})
+    """Built once per class (``functools.cache`` would do, but mypy takes classes for
+    unhashable: mypy#11470)."""
+    found = _STRUCTS.get(cls)
+    if found is None:
+        found = _STRUCTS[cls] = st.builds(
+            cls, **{s.attr: _deferred(s.kind) for s in codec.fields_of(cls)})
+    return found
 
 
 ALL_TYPES = sorted(RECORD_TYPES)

@@ -55,6 +55,19 @@ def _packages() -> frozenset[str]:
 def _imports(module: str, planted: str = "") -> Iterator[str]:
     """The modules of ours that ``module`` imports (a name imported from a package counts as
     the package unless it is a module itself); ``planted``: source added to the module's."""
+    if planted:
+        yield from _parse_imports(module, planted)
+    else:
+        yield from _imports_as_written(module)
+
+
+@cache
+def _imports_as_written(module: str) -> tuple[str, ...]:
+    """``_imports`` of the module as it is on disk: parsed once for all the tests."""
+    return tuple(_parse_imports(module, ""))
+
+
+def _parse_imports(module: str, planted: str) -> Iterator[str]:
     path = _modules()[module]
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     for node in ast.walk(ast.parse(path.read_text() + "\n" + planted, str(path))):

@@ -96,6 +96,9 @@ ALONE = {"ConsumerGroupRegularExpression"}
 """A group's records Kafka tombstones on their own (a regex no member subscribes to any more);
 the others go with their member or their group."""
 GROUP_TYPE = st.sampled_from(["classic", "consumer", "share"])
+RECORD_TYPE = st.sampled_from(REPLAYED)
+LENGTH = st.integers(1, 60)
+GROUP_NUMBER = st.integers(0, 1)
 ACTION = st.sampled_from(["put", "put", "put", "tombstone"])
 
 
@@ -178,10 +181,10 @@ def sequences(draw: Callable[[st.SearchStrategy[Any]], Any]) -> list[tuple[Any, 
             out.append((key, None))
             live.pop(key, None)
 
-    for _ in range(draw(st.integers(1, 60))):
-        rt = draw(st.sampled_from(REPLAYED))
+    for _ in range(draw(LENGTH)):
+        rt = draw(RECORD_TYPE)
         fam = family(rt.name)
-        group = f"{fam or draw(GROUP_TYPE)}-{draw(st.integers(0, 1))}"
+        group = f"{fam or draw(GROUP_TYPE)}-{draw(GROUP_NUMBER)}"
         key = struct_of(rt.key_cls, draw, group)
         action = draw(ACTION)
         name = rt.name
