@@ -8,14 +8,14 @@ descriptors cost ~0.1 s of CPU that a server no client pushes metrics to never n
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
     from opentelemetry.proto.common.v1.common_pb2 import AnyValue
     from opentelemetry.proto.metrics.v1 import metrics_pb2
 
 GAUGE, SUM, HISTOGRAM = "gauge", "sum", "histogram"
-DELTA = 1
+DELTA = cast("metrics_pb2.AggregationTemporality.ValueType", 1)
 """OTLP's ``AGGREGATION_TEMPORALITY_DELTA`` (``metrics_pb2.AggregationTemporality``)."""
 
 
