@@ -54,7 +54,8 @@ BENCHES: dict[str, tuple[str, str]] = {
 }
 """Each bench: its module (``add_arguments``, ``run``) and its help. A module is imported only
 when its command is parsed: ``serve`` does not pay for the clients, soaks and load generators
-the benches import."""
+the benches import, and ``bench storm`` imports the storm's module only (not the other
+benches': the clients, protobuf, Chromium's helpers)."""
 
 SOAKS: dict[str, tuple[str, str]] = {
     "chaos": ("coordinator.soak.chaos", "real clients while the server is killed -9 in a loop: "
@@ -75,9 +76,12 @@ def _parse_override(text: str) -> tuple[str, str]:
     return key.strip(), value
 
 
-def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+def build_parser(command: str | None = None, sub: str | None = None
+                 ) -> argparse.ArgumentParser:
     """The parser of every command, or of ``command`` alone (what ``main`` parses with: a
-    command's parser imports what it needs, the others' are not built)."""
+    command's parser imports what it needs, the others' are not built); with ``sub`` (a bench
+    or a soak of ``command``), of that one's arguments alone: the others are listed, their
+    modules not imported."""
     parser = argparse.ArgumentParser(prog="python -m coordinator",
                                      description="A Kafka group coordinator you can run on your "
                                      "laptop.")
@@ -85,9 +89,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     if command in (None, "serve"):
         _add_serve(commands)
     if command in (None, "bench"):
-        _add_benches(commands)
+        _add_benches(commands, sub if command == "bench" else None)
     if command in (None, "soak"):
-        _add_soaks(commands)
+        _add_soaks(commands, sub if command == "soak" else None)
     if command in (None, "log"):
         _add_log(commands)
     return parser
@@ -111,18 +115,22 @@ def _add_serve(commands: Commands) -> None:
                        "'SCRAM-SHA-256=[name=alice,password=alice-secret]' (repeatable)")
 
 
-def _add_benches(commands: Commands) -> None:
+def _add_benches(commands: Commands, only: str | None = None) -> None:
     bench = commands.add_parser("bench", help="benchmarks that print numbers")
     benches = bench.add_subparsers(dest="bench", required=True)
     for name, (module, text) in BENCHES.items():
-        _module(module).add_arguments(benches.add_parser(name, help=text))
+        parser = benches.add_parser(name, help=text)
+        if only is None or name == only:
+            _module(module).add_arguments(parser)
 
 
-def _add_soaks(commands: Commands) -> None:
+def _add_soaks(commands: Commands, only: str | None = None) -> None:
     soak = commands.add_parser("soak", help="long runs under faults that print what held")
     soaks = soak.add_subparsers(dest="soak", required=True)
     for name, (module, text) in SOAKS.items():
-        _module(module).add_arguments(soaks.add_parser(name, help=text))
+        parser = soaks.add_parser(name, help=text)
+        if only is None or name == only:
+            _module(module).add_arguments(parser)
 
 
 def _add_log(commands: Commands) -> None:
@@ -289,7 +297,9 @@ def bench_assignor(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     command = argv[0] if argv and argv[0] in COMMANDS else None
-    args = build_parser(command).parse_args(argv)
+    named = {"bench": BENCHES, "soak": SOAKS}.get(command or "", {})
+    sub = argv[1] if len(argv) > 1 and argv[1] in named else None
+    args = build_parser(command, sub).parse_args(argv)
     if args.command == "serve":
         return serve(args)
     if args.command == "log":

@@ -39,13 +39,17 @@ REFERENCE_EVENTS = [
 ]
 
 
-def make_store(log_dir: Path, members: int) -> None:
-    """A real store of a ``members``-member group: ``bench storm``, short."""
+def make_store(log_dir: Path, members: int, duration_s: float = 5.0,
+               heartbeat_interval_ms: int = 5000) -> None:
+    """A real store of a ``members``-member group: ``bench storm``, short (``duration_s`` of
+    no churn, then as long of churn; the broker's heartbeat interval ``heartbeat_interval_ms``)."""
     subprocess.run([sys.executable, "-m", "coordinator", "bench", "storm", "--json",
                     "--members", str(members), "--topics", "20",
                     "--partitions-per-topic", str(max(1, 2 * members // 20)),
-                    "--duration-s", "5", "--bystander-groups", "1", "--bystander-members", "1",
-                    "--settings", "1000:on", "--log-dir", str(log_dir)],
+                    "--duration-s", f"{duration_s:g}", "--bystander-groups", "1",
+                    "--bystander-members", "1", "--settings", "1000:on",
+                    "--heartbeat-interval-ms", str(heartbeat_interval_ms),
+                    "--log-dir", str(log_dir)],
                    check=True, stdout=subprocess.DEVNULL, timeout=1800)
 
 
@@ -76,7 +80,8 @@ def run(args: argparse.Namespace) -> int:
         if not args.log_dir:
             if not args.json:
                 print(f"# making a store: bench storm with {args.members} members", flush=True)
-            make_store(log_dir, args.members)
+            make_store(log_dir, args.members, args.storm_duration_s,
+                       args.storm_heartbeat_interval_ms)
         began = time.monotonic()
         events = list(store_timeline(log_dir, group))
         read_s = time.monotonic() - began
@@ -105,4 +110,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--members", type=int, default=1000,
                         help="the group's members when the bench makes the store")
     parser.add_argument("--runs", type=int, default=3, help="page loads to take the median of")
+    parser.add_argument("--storm-duration-s", type=float, default=5.0,
+                        help="when the bench makes the store: bench storm's --duration-s")
+    parser.add_argument("--storm-heartbeat-interval-ms", type=int, default=5000,
+                        help="when the bench makes the store: bench storm's "
+                             "--heartbeat-interval-ms")
     parser.add_argument("--json", action="store_true", help="one JSON object")

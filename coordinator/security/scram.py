@@ -2,14 +2,20 @@
 Kafka's ``ScramSaslServer``: the exchange is scramp's; the credentials are the users' in
 ``ScramCredentials``. A failure is a ``SaslError``, so the client learns nothing of whether the
 user exists (Kafka's generic "invalid credentials" message). One difference: an authorization
-id equal to the user name (which no client of the three sends) fails too."""
+id equal to the user name (which no client of the three sends) fails too.
+
+scramp is imported by the first SCRAM exchange, not with this module: it brings asn1crypto
+(~0.1 s of CPU), which a server whose listeners no SCRAM client authenticates on never needs."""
 
 from __future__ import annotations
 
-import scramp
+from typing import TYPE_CHECKING
 
 from .credentials import ScramCredentials, ScramMechanism
 from .mechanism import SaslAuthenticationError, SaslError
+
+if TYPE_CHECKING:
+    import scramp
 
 
 class ScramServer:
@@ -19,6 +25,9 @@ class ScramServer:
         if not self._kind:
             raise ValueError(f"not a SCRAM mechanism: {mechanism}")
         self._credentials = credentials
+        import scramp
+
+        self._error: type[scramp.ScramException] = scramp.ScramException
         self._server = scramp.ScramMechanism(mechanism).make_server(self._lookup)
         self._user = ""
         self._stage = 0  # 0: waiting for client-first, 1: for client-final, 2: complete
@@ -59,7 +68,7 @@ class ScramServer:
             # header is part of what the proof signs), so this one fails as bad credentials
         try:
             self._server.set_client_first(message)
-        except scramp.ScramException as exc:
+        except self._error as exc:
             raise SaslError(f"Authentication failed: Invalid user credentials ({exc})") from None
         self._stage = 1
         return str(self._server.get_server_first()).encode()
@@ -68,7 +77,7 @@ class ScramServer:
         try:
             self._server.set_client_final(message)
             final = self._server.get_server_final()
-        except scramp.ScramException as exc:
+        except self._error as exc:
             raise SaslError(f"Invalid client credentials ({exc})") from None
         self._stage = 2
         return str(final).encode()

@@ -1,17 +1,22 @@
 """A PushTelemetry payload: OTLP ``MetricsData`` (decoded with OpenTelemetry's protobuf
-package) turned into points, each named as KIP-714 names a client metric."""
+package) turned into points, each named as KIP-714 names a client metric.
+
+The protobuf modules are imported by the first ``decode``, not with this module: every server
+start imports this one (the telemetry manager's types), and protobuf's runtime and the OTLP
+descriptors cost ~0.1 s of CPU that a server no client pushes metrics to never needs."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
-from google.protobuf.message import DecodeError
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue
-from opentelemetry.proto.metrics.v1 import metrics_pb2
+if TYPE_CHECKING:
+    from opentelemetry.proto.common.v1.common_pb2 import AnyValue
+    from opentelemetry.proto.metrics.v1 import metrics_pb2
 
 GAUGE, SUM, HISTOGRAM = "gauge", "sum", "histogram"
-DELTA = metrics_pb2.AggregationTemporality.AGGREGATION_TEMPORALITY_DELTA
+DELTA = cast("metrics_pb2.AggregationTemporality.ValueType", 1)
+"""OTLP's ``AGGREGATION_TEMPORALITY_DELTA`` (``metrics_pb2.AggregationTemporality``)."""
 
 
 class PayloadError(Exception):
@@ -68,6 +73,9 @@ def _attributes(attributes: Any) -> tuple[tuple[str, str], ...]:
 
 def decode(data: bytes) -> Payload:
     """The points of an uncompressed payload; PayloadError if it is not MetricsData."""
+    from google.protobuf.message import DecodeError
+    from opentelemetry.proto.metrics.v1 import metrics_pb2
+
     message = metrics_pb2.MetricsData()
     try:
         message.ParseFromString(data)

@@ -31,6 +31,9 @@ SECTION = "Testing your application"
 EXAMPLE = re.compile(r"^```(\w+)\n# example: ([\w-]+)\n(.*?)^```\n", re.MULTILINE | re.DOTALL)
 SLOW = {"confluent-kafka-consumer-protocol-frozen-member"}
 """Examples that take longer than 5 s (they wait for a session to expire)."""
+NO_HYPOTHESIS = ("-p", "no:hypothesispytest")
+"""The example projects' pytest runs without Hypothesis's plugin (installed with our dev extra,
+not a user's): importing it costs each run ~0.3 s of CPU, and no example uses it."""
 
 
 @cache
@@ -78,7 +81,8 @@ def test_the_examples_cover_every_client_and_fault() -> None:
 def test_python_example(pytester: pytest.Pytester, name: str) -> None:
     _, text = examples()[name]
     pytester.makepyfile(**{f"test_{name.replace('-', '_')}": text})
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q", timeout=180)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *NO_HYPOTHESIS, "-q",
+                                           timeout=180)
     outcomes = result.parseoutcomes()
     assert outcomes.get("passed", 0) >= 1, result.stdout.str()
     assert not (outcomes.get("failed") or outcomes.get("errors")), result.stdout.str()

@@ -16,7 +16,11 @@ import pytest
 def test_bench_timeline_page_draws_a_storms_store() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "coordinator", "bench", "timeline-page", "--json", "--members",
-         "30", "--runs", "1"], capture_output=True, text=True, timeout=280, check=False)
+         "30", "--runs", "1",
+         # a shorter storm (its churn still replaces members), at the broker's shortest
+         # heartbeat interval: the group settles within a second instead of ~5 s
+         "--storm-duration-s", "2", "--storm-heartbeat-interval-ms", "500"],
+        capture_output=True, text=True, timeout=280, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     row = json.loads(done.stdout.splitlines()[-1])
     assert row["group"] == "storm-large"

@@ -108,6 +108,12 @@ workers=4
 intervals=10
 expire-group=604800
 min-distance=1
+
+# the lag endpoint answers from the evaluator's cache, 10 s by default: a commit would reach
+# the answer up to 10 s after Burrow read it
+[evaluator.default]
+class-name="caching"
+expire-cache=1
 """
 
 

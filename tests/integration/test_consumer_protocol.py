@@ -15,7 +15,6 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -172,9 +171,11 @@ def settled(group: Group, partitions: set[tuple[str, int]], members: int) -> boo
             and max(counts) - min(counts) <= 1)
 
 
-@pytest.fixture
-def kip848_server(tmp_path: Path) -> Iterator[ServerProcess]:
-    with ServerProcess(tmp_path / "data", OVERRIDES) as process:
+@pytest.fixture(scope="module")
+def kip848_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    """One server for the module: each test has its own topic and group, and none restarts it
+    or reads its log."""
+    with ServerProcess(tmp_path_factory.mktemp("kip848") / "data", OVERRIDES) as process:
         yield process
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,9 +16,11 @@ from tests.integration.conftest import WireClient, kio_class
 from tests.integration.test_consumer_protocol import OVERRIDES, Group, create_topic, settled
 
 
-@pytest.fixture
-def regex_server(tmp_path: Path) -> Iterator[ServerProcess]:
-    with ServerProcess(tmp_path / "data", OVERRIDES) as process:
+@pytest.fixture(scope="module")
+def regex_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    """One server for the module: each test has its own topics, groups and a regex no other
+    test's topic matches, and none restarts the server or reads its log."""
+    with ServerProcess(tmp_path_factory.mktemp("regex") / "data", OVERRIDES) as process:
         yield process
 
 

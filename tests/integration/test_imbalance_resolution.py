@@ -23,6 +23,9 @@ from tests.harness import ServerProcess, wait_until
 from tests.integration.test_consumer_protocol import Group, create_topic, settled
 
 DELAY_MS = 10_000
+"""The held partitions' delay where a test must act within it (a restart, a new member)."""
+SHORT_DELAY_MS = 5_000
+"""Where a test waits the delay out: the deadline comes 5 s sooner."""
 BASE = {
     "control.listener": "http://127.0.0.1:0",
     "group.consumer.session.timeout.ms": "3000",
@@ -32,11 +35,23 @@ BASE = {
 }
 
 
-@pytest.fixture
-def deferred_server(tmp_path: Path) -> Iterator[ServerProcess]:
+@contextmanager
+def _deferred(tmp_path: Path, delay_ms: int) -> Iterator[ServerProcess]:
     with ServerProcess(tmp_path / "data", {
             **BASE, "group.consumer.assignment.interval.ms": "0",
-            "group.consumer.scheduled.rebalance.max.delay.ms": str(DELAY_MS)}) as process:
+            "group.consumer.scheduled.rebalance.max.delay.ms": str(delay_ms)}) as process:
+        yield process
+
+
+@pytest.fixture
+def deferred_server(tmp_path: Path) -> Iterator[ServerProcess]:
+    with _deferred(tmp_path, DELAY_MS) as process:
+        yield process
+
+
+@pytest.fixture
+def short_deferred_server(tmp_path: Path) -> Iterator[ServerProcess]:
+    with _deferred(tmp_path, SHORT_DELAY_MS) as process:
         yield process
 
 
@@ -148,7 +163,8 @@ def test_held_partitions_survive_a_coordinator_restart(deferred_server: ServerPr
 
 
 def test_without_a_new_process_the_partitions_are_spread_after_the_delay_not_before(
-        deferred_server: ServerProcess) -> None:
+        short_deferred_server: ServerProcess) -> None:
+    deferred_server = short_deferred_server
     with one_of_three_killed(deferred_server, "gone") as killed:
         group, before, held = killed.group, killed.before, killed.held
         survivors = before["m1"] | before["m2"]

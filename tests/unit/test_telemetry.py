@@ -335,3 +335,8 @@ def test_the_reported_assignment_assertion() -> None:
         clients.assert_assignments_reported(coordinator_side + reported[:1], within_s=1)
     with pytest.raises(ClientMetricsError):
         clients.assert_assignments_reported(coordinator_side + reported, within_s=0.5)
+
+
+def test_the_delta_temporality_is_otlps() -> None:
+    """payload.DELTA stands for the protobuf enum (the module imports protobuf lazily)."""
+    assert payload.DELTA == metrics_pb2.AggregationTemporality.AGGREGATION_TEMPORALITY_DELTA
