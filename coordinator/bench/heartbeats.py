@@ -86,8 +86,11 @@ def measure(bootstrap: str, server_pid: int | None, *, groups: int, members: int
         reference = _load(_plans(echo[0], groups, members, connections, processes, rate, ca,
                                  None, echo=True), echo[1], seconds, warmup)
         row["echo_heartbeats_per_s"] = reference["heartbeats_per_s"]
-        row["ratio_to_echo"] = (round(row["heartbeats_per_s"] / reference["heartbeats_per_s"],
-                                      3) if reference["heartbeats_per_s"] else None)
+        # three significant digits, not decimals: on a starved machine the coordinator's share
+        # can be under 0.0005, which three decimals made 0.0
+        echo_rate = reference["heartbeats_per_s"]
+        row["ratio_to_echo"] = (float(f"{row['heartbeats_per_s'] / echo_rate:.3g}")
+                                if echo_rate else None)
         row["echo_p99_ms"] = reference["p99_ms"]
         row["echo_server_cpu_pct"] = reference["server_cpu_pct"]
         if reference["errors"]:

@@ -49,6 +49,9 @@ ATTEMPT = r"""
 import json, os, sys, time
 from confluent_kafka import Consumer, KafkaError
 bootstrap, group, topic, instance = sys.argv[1:5]
+print("ready", flush=True)
+if sys.stdin.readline().strip() != "go":  # started (Python, the client imported) before it
+    sys.exit(0)
 def report(**fields):
     print(json.dumps(fields), flush=True)
     os._exit(0)
@@ -142,11 +145,24 @@ def test_static_member_restarted_within_the_session_timeout_gets_its_partitions_
         group.stop_all()
 
 
-def _attempt(server: ServerProcess, group_id: str, topic: str, instance: str) -> dict[str, Any]:
-    """Start a static member in a child process: what happened first (assigned or fatal)."""
-    done = subprocess.run([sys.executable, "-c", ATTEMPT, server.bootstrap, group_id, topic,
-                           instance], capture_output=True, text=True, timeout=60, check=True)
-    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+def _prepared_attempt(server: ServerProcess, group_id: str, topic: str,
+                      instance: str) -> subprocess.Popen[str]:
+    """A child process ready to start a static member (see :func:`_attempt`): starting Python
+    and importing the client takes seconds on a loaded machine, which must not count against a
+    session timeout."""
+    child = subprocess.Popen([sys.executable, "-c", ATTEMPT, server.bootstrap, group_id, topic,
+                              instance], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    assert child.stdout is not None
+    assert child.stdout.readline().strip() == "ready", child.communicate(timeout=60)
+    return child
+
+
+def _attempt(child: subprocess.Popen[str]) -> dict[str, Any]:
+    """Start the static member of a prepared child: what happened first (assigned or fatal)."""
+    out, err = child.communicate("go\n", timeout=60)
+    assert child.returncode == 0, err
+    return dict(json.loads(out.strip().splitlines()[-1]))
 
 
 @pytest.mark.slow
@@ -156,12 +172,13 @@ def test_static_member_killed_keeps_its_instance_id_until_the_session_timeout(
     try:
         victim, others = members[1], [members[0], members[2]]
         before = group.ownership()
+        attempt = _prepared_attempt(server, "killed", "killed", "killed-1")
         mark = time.monotonic()
         victim.kill()  # SIGKILL: no leave heartbeat
         killed_at = time.monotonic()
         group.mark_killed(victim)
         # within the session timeout the instance id is still owned by the killed member
-        outcome = _attempt(server, "killed", "killed", "killed-1")
+        outcome = _attempt(attempt)
         assert "instance ID is still used by another member" in outcome.get("fatal", ""), outcome
         assert time.monotonic() - killed_at < SESSION_S - HEARTBEAT_S, "the attempt was too late"
         assert _callbacks(group, [m.name for m in others], mark) == []

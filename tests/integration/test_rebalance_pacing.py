@@ -32,7 +32,10 @@ def serve_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerPro
 def test_a_new_group_gets_its_first_assignment_without_a_second_heartbeat(
         serve_server: ServerProcess) -> None:
     took = first_assignment_ms(serve_server.bootstrap, "paced-one", "paced-one")
-    assert took < HEARTBEAT_INTERVAL_MS / 5, took  # 5,000 ms before; ~0.1 s on an idle laptop
+    # 5,000 ms before (the second heartbeat); ~0.1 s on an idle laptop, and on a loaded machine
+    # what the client takes to connect and the process pool to run the assignor: no bound of
+    # ours. What issue 24 removed is the wait for a second heartbeat interval.
+    assert took < HEARTBEAT_INTERVAL_MS, took
     offloaded = serve_server.event("offloaded target assignment", group_id="paced-one")
     assert offloaded is not None and offloaded["group_epoch"] == 2  # seed 000: epoch 2 first
 
@@ -40,7 +43,22 @@ def test_a_new_group_gets_its_first_assignment_without_a_second_heartbeat(
 def test_ten_members_subscribing_at_once_share_the_first_assignment(
         serve_server: ServerProcess) -> None:
     slowest = ten_members_ms(serve_server.bootstrap, "paced-ten", "paced-ten")
-    assert slowest < HEARTBEAT_INTERVAL_MS / 2.5, slowest
+    # The first run waits for members joining one after the other (80 ms after the last, at
+    # most 200 ms after the first). How close together the ten clients' first heartbeats come
+    # is the clients' speed, not the server's: on a loaded machine some come after the first
+    # run started, and those wait for the next run, one assignment interval later. Either way
+    # no member waits for a second heartbeat interval (issue 24): the first run is shared by
+    # those that joined before it started.
+    joins = [e["timestamp"] for e in serve_server.events_of("member joins the consumer group")
+             if e.get("group_id") == "paced-ten"]
+    first = next(e for e in serve_server.events_of("offloaded target assignment")
+                 if e.get("group_id") == "paced-ten")
+    assert len(joins) == 10 and first["group_epoch"] == 2, (joins, first)
+    in_window = sum(1 for at in joins if at < first["timestamp"])  # ISO times, one clock
+    assert first["members"] == in_window, (first, joins)  # all that joined together share it
+    # ~0.3 s on an idle laptop; a loaded machine adds the clients' and the assignor process's
+    # delays, no bound of ours
+    assert slowest < HEARTBEAT_INTERVAL_MS, (slowest, joins, first)
 
 
 @pytest.mark.slow

@@ -20,7 +20,7 @@ def test_a_short_chaos_soak_loses_nothing_acknowledged() -> None:
         [sys.executable, "-m", "coordinator", "soak", "chaos", "--kills", "6",
          "--min-interval-s", "1.5", "--max-interval-s", "2.5", "--seed", "7", "--json"],
         cwd=ROOT, capture_output=True, text=True, timeout=180)
-    assert run.returncode in (0, 1), run.stderr[-4000:]
+    assert run.returncode in (0, 1) and run.stdout.strip(), run.stderr[-4000:]
     result = json.loads(run.stdout.strip().splitlines()[-1])
     assert result["kills"] >= 5, result
     assert result["acked_commits"] > 0 and result["acked_records"] > 1000, result
@@ -43,7 +43,7 @@ def test_a_short_cluster_chaos_soak_loses_nothing_acknowledged() -> None:
         [sys.executable, "-m", "coordinator", "soak", "chaos", "--brokers", "3", "--kills",
          "8", "--min-interval-s", "1.5", "--max-interval-s", "2.5", "--seed", "11",
          "--json"], cwd=ROOT, capture_output=True, text=True, timeout=180)
-    assert run.returncode in (0, 1), run.stderr[-4000:]
+    assert run.returncode in (0, 1) and run.stdout.strip(), run.stderr[-4000:]
     result = json.loads(run.stdout.strip().splitlines()[-1])
     assert result["brokers"] == 3, result
     faults = result["faults"]

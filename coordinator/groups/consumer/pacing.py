@@ -22,8 +22,8 @@ client schedule their next heartbeat from the latest one): the time until the ru
 to be installed, from the group's last offloaded run; so does one that leaves the member
 waiting for partitions others have yet to revoke (they revoke at their next heartbeat), or
 whose regex is being resolved (``regex``: its topics come with a later target). At
-most ``EXPEDITED_PER_TARGET`` such answers go out per group and target, and
-``EXPEDITED_PER_MEMBER`` per member, so a large group's rebalance adds a bounded number of
+most ``EXPEDITED_PER_TARGET`` members per group and target get such answers, and at most
+``EXPEDITED_PER_MEMBER`` each, so a large group's rebalance adds a bounded number of
 heartbeats, not one per member per poll.
 """
 
@@ -37,10 +37,12 @@ from coordinator.runtime import Result
 FIRST_TARGET_WINDOW_MAX_MS = 200
 """The longest a new group's first run waits for more members."""
 EXPEDITED_PER_TARGET = 64
-"""Shortened heartbeat intervals handed out per group and target."""
+"""Members of a group given shortened heartbeat intervals per target. It counts members, not
+answers: a member polling for a run comes back more often the longer the run takes (on a
+loaded machine), and counting its answers let ten such members use up the group's before the
+run was installed, each then waiting a whole heartbeat interval."""
 EXPEDITED_PER_MEMBER = 10
-"""Shortened heartbeat intervals handed out per member and target (so that a few members
-polling for a slow run do not use up the group's)."""
+"""Shortened heartbeat intervals handed out per member and target."""
 MIN_EXPEDITED_MS = 20
 """The shortest heartbeat interval handed out."""
 RUN_ESTIMATE_MS = 10
@@ -121,7 +123,7 @@ def heartbeat_interval(shard: Any, group: Any, member_id: str, now_ms: int, norm
     if epoch != group.assignment_epoch:
         count, by_member = 0, {}
     mine = by_member.get(member_id, 0)
-    if count >= EXPEDITED_PER_TARGET or mine >= EXPEDITED_PER_MEMBER:
+    if (count >= EXPEDITED_PER_TARGET and not mine) or mine >= EXPEDITED_PER_MEMBER:
         return normal_ms
     if pending:
         wait = expected_wait_ms(shard, group, now_ms, run_started)
@@ -133,7 +135,7 @@ def heartbeat_interval(shard: Any, group: Any, member_id: str, now_ms: int, norm
     interval = max(MIN_EXPEDITED_MS, min(normal_ms, wait))
     if interval < normal_ms:  # in memory, not a record
         by_member[member_id] = mine + 1
-        group.expedited = (group.assignment_epoch, count + 1, by_member)
+        group.expedited = (group.assignment_epoch, count + (not mine), by_member)
     return interval
 
 
