@@ -11,12 +11,15 @@ PATH``): a small report job in its own process, whose JVM is started with
 ``$XDG_CACHE_HOME/coordinator-pipeline`` (``~/.cache`` by default) under a name that changes
 with the Java executable, the PySpark package and this interpreter, since an archive is only
 valid for the JVM and class path that made it. ``PIPELINE_JVM_ARCHIVE`` names another file, or
-``off`` turns the archive off. A JVM that cannot use an archive (another JDK build, a damaged
+``off`` turns the archive off. Runs that find it missing at once (:func:`ensure`) make it once:
+the first holds a lock on the archive's directory while it trains, the others wait for it and
+then start from its archive. A JVM that cannot use an archive (another JDK build, a damaged
 file) starts without it, as if it were absent (``-Xshare:auto``).
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import shutil
@@ -24,6 +27,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 ENV = "PIPELINE_JVM_ARCHIVE"
@@ -108,17 +113,34 @@ def missing_hint() -> str | None:
             "later runs start from it, seconds sooner")
 
 
-def ensure(say: bool = True) -> Path | None:
-    """The archive, made first if missing (a minute at most, once per machine and install);
-    None when turned off."""
-    path = archive_path()
-    if path is None or path.is_file():
-        return path
-    seconds = build(path)
+@contextmanager
+def _directory_lock(directory: Path) -> Iterator[None]:
+    """An exclusive lock on ``directory`` (flock on the directory itself: nothing is written
+    beside the archive), released when the block ends or the process dies."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def ensure(say: bool = True, path: Path | None = None) -> Path | None:
+    """The archive at ``path`` (default :func:`archive_path`), made first if missing (a minute
+    at most, once per machine and install); None when turned off. Made under a lock on its
+    directory: a run that finds another making it waits for that one and uses its archive."""
+    target = path if path is not None else archive_path()
+    if target is None or target.is_file():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with _directory_lock(target.parent):
+        if target.is_file():  # made meanwhile by the run that held the lock
+            return target
+        seconds = build(target)
     if say:
-        print(f"made the JVM class archive {path} in {seconds:.1f}s", file=sys.stderr,
+        print(f"made the JVM class archive {target} in {seconds:.1f}s", file=sys.stderr,
               flush=True)
-    return path
+    return target
 
 
 def _train(target: Path) -> None:

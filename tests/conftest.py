@@ -8,6 +8,7 @@ import pytest
 
 from tests import parallel
 from tests.harness import ServerProcess
+from tests.pipeline import suite_archive
 
 # tests/plugin/ and tests/docs/ run throwaway projects with pytester; pytest allows
 # pytest_plugins only in the top-level conftest
@@ -41,6 +42,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     parallel.unconfigure(config)
+    suite_archive.remove(config)  # the pipeline tests' one JVM class archive, once all are done
 
 
 @pytest.fixture

@@ -4,12 +4,13 @@ Spark starts importing PySpark from its package (:mod:`pipeline.worker_path`).""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import subprocess
 import sys
+import threading
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,8 @@ from pyspark.sql.datasource import DataSource
 
 from pipeline import jvm_archive
 from pipeline.worker_path import unzipped_path
+from tests.harness import wait_until
+from tests.pipeline import suite_archive
 
 ROOT = Path(__file__).resolve().parents[2]
 SESSION = """
@@ -40,11 +43,12 @@ def _session(archive: Path | str, java_options: str = "") -> subprocess.Complete
 
 
 @pytest.fixture(scope="module")
-def archive(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    path = tmp_path_factory.mktemp("jvm") / "classes.jsa"
-    jvm_archive.build(path)
-    yield path
-    path.unlink()  # ~190 MB: not left for pytest's kept temp dirs
+def archive(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The run's archive (tests/pipeline/suite_archive.py), in a directory of its own: made by
+    a training run here, or by the bench test's if that one came first (this waits for it)."""
+    path = jvm_archive.ensure(say=False, path=suite_archive.path(tmp_path_factory))
+    assert path is not None
+    return path
 
 
 @pytest.mark.slow
@@ -110,6 +114,50 @@ def test_the_archive_follows_the_java_it_was_made_for(tmp_path: Path,
     assert jvm_archive.archive_path() is None and jvm_archive.java_options() == ""
     assert jvm_archive.missing_hint() is None
     assert jvm_archive.ensure(say=False) is None
+
+
+def _waiting_for_a_lock_on(directory: Path) -> bool:
+    """This process waits for a flock on ``directory`` (/proc/locks: ``->`` marks a waiter)."""
+    inode = os.stat(directory).st_ino
+    for line in Path("/proc/locks").read_text().splitlines():
+        fields = line.split()
+        if len(fields) > 6 and fields[1] == "->" and fields[2] == "FLOCK" and \
+                fields[5] == str(os.getpid()) and fields[6].endswith(f":{inode}"):
+            return True
+    return False
+
+
+def test_runs_that_find_the_archive_missing_at_once_make_it_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    target = tmp_path / "cache" / "classes.jsa"
+    made: list[Path | None] = []
+
+    def build(path: Path | None = None, timeout_s: float = 600) -> float:
+        made.append(path)
+        assert path is not None
+        path.write_bytes(b"trained")
+        return 0.0
+
+    monkeypatch.setattr(jvm_archive, "build", build)
+    target.parent.mkdir()
+    other = os.open(target.parent, os.O_RDONLY)  # another run, making the archive
+    fcntl.flock(other, fcntl.LOCK_EX)
+    found: list[Path | None] = []
+    waiter = threading.Thread(
+        target=lambda: found.append(jvm_archive.ensure(say=False, path=target)))
+    waiter.start()
+    try:
+        wait_until(lambda: _waiting_for_a_lock_on(target.parent), timeout=10,
+                   message="ensure() to wait for the run making the archive")
+        target.write_bytes(b"trained by the other run")
+    finally:
+        os.close(other)  # the other run is done
+        waiter.join(timeout=10)
+    assert found == [target] and made == []  # it took the other run's archive
+    assert target.read_bytes() == b"trained by the other run"
+    target.unlink()  # none there, nobody making one: this run makes it
+    assert jvm_archive.ensure(say=False, path=target) == target and made == [target]
+    assert [p.name for p in target.parent.iterdir()] == [target.name]  # no lock file beside
 
 
 def _pyspark_zip(path: Path, version: str) -> Path:
