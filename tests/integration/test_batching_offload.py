@@ -52,7 +52,7 @@ def test_eight_members_joining_at_once_are_batched_and_converge(server: ServerPr
             group.add()
         wait_until(lambda: settled(group, partitions, 8), 90, interval=0.1,
                    message="eight members to share the 16 partitions")
-        group.check_never_doubled()
+        group.check_never_doubled(server.log_dir)
     finally:
         group.stop_all()
     server.stop()

@@ -37,7 +37,7 @@ def test_regex_subscription_picks_up_a_new_matching_topic(regex_server: ServerPr
         both = first | {("regex-topic-b", p) for p in range(4)}
         wait_until(lambda: settled(group, both, 2), 30,
                    message="the new matching topic assigned")
-        group.check_never_doubled()
+        group.check_never_doubled(regex_server.log_dir)
         described = admin.describe_consumer_groups(["regexers"])["regexers"].result(10)
         seen = sorted((tp.topic, tp.partition) for m in described.members
                       for tp in m.assignment.topic_partitions)

@@ -140,7 +140,7 @@ def test_static_member_restarted_within_the_session_timeout_gets_its_partitions_
             "comeback-0": before[members[0].name], "comeback-1": before[victim.name],
             "comeback-2": before[members[2].name]}
         assert victim.closed and settled(group, partitions, 3)
-        group.check_never_doubled()
+        group.check_never_doubled(server.log_dir)
     finally:
         group.stop_all()
 
@@ -198,7 +198,7 @@ def test_static_member_killed_keeps_its_instance_id_until_the_session_timeout(
         wait_until(lambda: settled(group, partitions, 3), 30, interval=0.05,
                    message="the instance id to join again")
         assert set(_described(server, "killed")) == {"killed-0", "killed-1", "killed-2"}
-        group.check_never_doubled()
+        group.check_never_doubled(server.log_dir)
     finally:
         group.stop_all()
 
@@ -226,6 +226,6 @@ def test_static_member_left_and_not_back_loses_its_partitions_after_the_session_
         assert all(kind == "assign" for _, _, kind, _ in
                    _callbacks(group, [m.name for m in others], mark))
         assert set(_described(server, "gone")) == {"gone-0", "gone-2"}
-        group.check_never_doubled()
+        group.check_never_doubled(server.log_dir)
     finally:
         group.stop_all()

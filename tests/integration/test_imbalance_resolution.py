@@ -138,7 +138,7 @@ def test_a_new_process_within_the_delay_gets_only_the_dead_members_partitions(
             assert callbacks_after(group, killed_at, survivor) == []
         released = events(holding_server, "pods", "released")
         assert [(parts(e), e["reason"]) for e in released] == [(before["m3"], "taken")]
-        group.check_never_doubled()
+        group.check_never_doubled(holding_server.log_dir)
         assert_no_partition_owned_twice(Timeline.fetch(holding_server.control_url,
                                                        "pods").events)
 
@@ -167,7 +167,7 @@ def test_held_partitions_survive_a_coordinator_restart(holding_server: ServerPro
                    message="the new member to own the dead member's partitions")
         assert time.time() * 1000 < killed.held["deadline_ms"]
         assert held_now(holding_server, "bounce") == []
-        killed.group.check_never_doubled()
+        killed.group.check_never_doubled(holding_server.log_dir)
 
 
 def test_without_a_new_process_the_partitions_are_spread_after_the_delay_not_before(
@@ -190,7 +190,7 @@ def test_without_a_new_process_the_partitions_are_spread_after_the_delay_not_bef
         late = [e for e in timeline.events if e["kind"] == "assigned"
                 and parts(e) & before["m3"] and e["timestamp"] > held["timestamp"]]
         assert late and all(e["timestamp"] >= held["deadline_ms"] for e in late)
-        group.check_never_doubled()
+        group.check_never_doubled(deferred_server.log_dir)
         assert_no_partition_owned_twice(timeline.events)
 
 
@@ -226,7 +226,7 @@ def test_a_scale_up_from_4_to_8_moves_at_most_8_partitions_per_target(
         moved = sum(e["moved"] for e in scale_up)
         assert moved >= 32  # half of each old member's 16
         assert len(scale_up) == math.ceil(moved / 8)
-        group.check_never_doubled()
+        group.check_never_doubled(incremental_server.log_dir)
         assert_no_partition_owned_twice(timeline.events)
     finally:
         group.stop_all()
