@@ -19,7 +19,6 @@ import pickle
 import random
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from functools import cache
 
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
@@ -37,6 +36,8 @@ from assignors import (
     UnknownAssignorError,
     get_task_assignor,
 )
+
+from .assignor_checks import BOOLEANS, integers, lists_of, sampled
 
 ASSIGNOR = StickyTaskAssignor()
 PROPS = settings(max_examples=200, deadline=None,
@@ -760,28 +761,8 @@ def test_spec_validation(spec: TaskAssignmentSpec, message: str) -> None:
 
 SUB_IDS = ("0", "1", "2", "10", "a", "B", "\uff21", "\U0001f600")
 
-# What ``specs`` draws from, each strategy built once for its arguments (one built afresh in
-# every draw is validated again by Hypothesis, which costs more than drawing from it).
-_BOOLEANS = st.booleans()
-
-
-@cache
-def _integers(low: int, high: int) -> st.SearchStrategy[int]:
-    return st.integers(low, high)
-
-
-@cache
-def _sampled(values: tuple[str, ...]) -> st.SearchStrategy[str]:
-    return st.sampled_from(values)
-
-
-@cache
-def _lists(elements: st.SearchStrategy[str], max_size: int,
-           unique: bool = False) -> st.SearchStrategy[list[str]]:
-    return st.lists(elements, max_size=max_size, unique=unique)
-
-
-_SUB_ID_LISTS = _lists(_sampled(SUB_IDS), max_size=4, unique=True)
+# ``specs`` draws from strategies built once for their arguments (``assignor_checks``).
+_SUB_ID_LISTS = lists_of(sampled(SUB_IDS), max_size=4, unique=True)
 
 
 @st.composite
@@ -792,37 +773,37 @@ def specs(draw: st.DrawFn, messy: bool = True, max_members: int = 9,
     ``messy``: the previous target may be anything (duplicated actives, a member with the
     same task active and standby, tasks outside the topology, warm-ups); otherwise every task
     has at most one previous active owner and its standbys are on other members."""
-    n_members = draw(_integers(0, max_members))
-    n_processes = draw(_integers(1, max(1, n_members)))
+    n_members = draw(integers(0, max_members))
+    n_processes = draw(integers(1, max(1, n_members)))
     ids = draw(_SUB_ID_LISTS)
-    subs = tuple(SubtopologyTasks(s, draw(_integers(0, max_tasks)), draw(_BOOLEANS))
+    subs = tuple(SubtopologyTasks(s, draw(integers(0, max_tasks)), draw(BOOLEANS))
                  for s in ids)
-    replicas = draw(_integers(0, 3))
+    replicas = draw(integers(0, 3))
     member_ids = tuple(f"m{i}" for i in range(n_members))
     prev: dict[str, list[dict[str, set[int]]]] = {
         m: [defaultdict(set), defaultdict(set), defaultdict(set)] for m in member_ids}
-    history = draw(_sampled(("none", "some", "full")))
+    history = draw(sampled(("none", "some", "full")))
     if member_ids and history != "none":
         for sub in subs:
             for p in range(sub.num_tasks + (2 if messy else 0)):
-                if history == "some" and draw(_BOOLEANS):
+                if history == "some" and draw(BOOLEANS):
                     continue
-                owners = (draw(_lists(_sampled(member_ids), max_size=2)) if messy
-                          else [draw(_sampled(member_ids))])
+                owners = (draw(lists_of(sampled(member_ids), max_size=2)) if messy
+                          else [draw(sampled(member_ids))])
                 for m in owners:
                     prev[m][0][sub.subtopology_id].add(p)
                 others = tuple(m for m in member_ids if messy or m not in owners)
                 if others and sub.stateful:
-                    for m in draw(_lists(_sampled(others), max_size=replicas, unique=True)):
+                    for m in draw(lists_of(sampled(others), max_size=replicas, unique=True)):
                         prev[m][1][sub.subtopology_id].add(p)
-                if messy and draw(_BOOLEANS):
-                    prev[draw(_sampled(member_ids))][2][sub.subtopology_id].add(p)
-        if messy and draw(_BOOLEANS):
+                if messy and draw(BOOLEANS):
+                    prev[draw(sampled(member_ids))][2][sub.subtopology_id].add(p)
+        if messy and draw(BOOLEANS):
             prev[member_ids[0]][0]["gone"].add(0)
             prev[member_ids[-1]][1]["gone"].add(1)
     members = []
     for i, m in enumerate(member_ids):
-        process = f"p{draw(_integers(0, n_processes - 1))}" if i else "p0"
+        process = f"p{draw(integers(0, n_processes - 1))}" if i else "p0"
         a, s, w = (tasks_map(x) for x in prev[m])
         members.append(TaskMember(m, process, a, s, w))
     return TaskAssignmentSpec(tuple(members), subs, replicas)
