@@ -59,7 +59,8 @@ def steady_response(shard: Any, now_ms: int, env: ConsumerGroupEnv,
     member = group.members.get(request.member_id)
     if member is None or not _member_steady(group, member, request):
         return None
-    interval = _keep_session(shard, env, group.group_id, member.member_id,
+    interval = _keep_session(shard, env, group_settings(shard, env, group.group_id),
+                             group.group_id, member.member_id,
                              session_key(group.group_id, member.member_id), now_ms)
     return HeartbeatResponse(member.member_id, request.member_epoch, interval)
 
@@ -109,10 +110,8 @@ class SteadyHeartbeats:
         group_id = self._group_id
         group = shard.groups.get(group_id)
         epoch = self._request.member_epoch
-        if (type(group) is not ConsumerGroup or group.group_epoch != epoch
-                or group.assignment_epoch != epoch or group.assignor_run is not None
-                or group.resolved_regexes or group.subscribed_regex_counts):
-            return None  # not ``_group_steady``
+        if type(group) is not ConsumerGroup or not _group_steady(group, epoch):
+            return None
         member = group.members.get(self._member_id)
         if member is not self._member or group.subscription_metadata is not self._metadata:
             if member is None or not _member_steady(group, member, self._request):
@@ -125,10 +124,8 @@ class SteadyHeartbeats:
                 or self._env.settings is not self._base):
             self._stored, self._legacy, self._base = stored, legacy, self._env.settings
             settings = self._settings = group_settings(shard, self._env, group_id)
-        # the member's session timer moves as ``_keep_session`` moves it
-        if not shard.timers.postpone(self._session, now_ms + settings.session_timeout_ms):
-            schedule_session_timeout(shard, self._env, group_id, self._member_id, now_ms)
-        interval = settings.heartbeat_interval_ms
+        interval = _keep_session(shard, self._env, settings, group_id, self._member_id,
+                                 self._session, now_ms)
         if interval != self._interval:
             self._interval, self._body = interval, self._body_for(interval)
         return self._body
@@ -153,12 +150,12 @@ def _member_steady(group: ConsumerGroup, member: ConsumerGroupMember,
         assigned)
 
 
-def _keep_session(shard: Any, env: ConsumerGroupEnv, group_id: str, member_id: str,
-                  key: Any, now_ms: int) -> int:
+def _keep_session(shard: Any, env: ConsumerGroupEnv, settings: GroupSettings, group_id: str,
+                  member_id: str, key: Any, now_ms: int) -> int:
     """Move the member's session deadline as the full handler would (the session timer's
     action is the one it would arm again: only its deadline moves, or it is armed anew if it
-    is not there, as after a load); the group's heartbeat interval."""
-    settings = group_settings(shard, env, group_id)
+    is not there, as after a load), by the group's effective ``settings``; the group's
+    heartbeat interval."""
     if not shard.timers.postpone(key, now_ms + settings.session_timeout_ms):
         schedule_session_timeout(shard, env, group_id, member_id, now_ms)
     return settings.heartbeat_interval_ms
