@@ -116,21 +116,23 @@ def _add_serve(commands: Commands) -> None:
 
 
 def _add_benches(commands: Commands, only: str | None = None) -> None:
-    bench = commands.add_parser("bench", help="benchmarks that print numbers")
-    benches = bench.add_subparsers(dest="bench", required=True)
-    for name, (module, text) in BENCHES.items():
-        parser = benches.add_parser(name, help=text)
-        if only is None or name == only:
-            _module(module).add_arguments(parser)
+    _add_listed(commands, "bench", "benchmarks that print numbers", BENCHES, only)
 
 
 def _add_soaks(commands: Commands, only: str | None = None) -> None:
-    soak = commands.add_parser("soak", help="long runs under faults that print what held")
-    soaks = soak.add_subparsers(dest="soak", required=True)
-    for name, (module, text) in SOAKS.items():
-        parser = soaks.add_parser(name, help=text)
+    _add_listed(commands, "soak", "long runs under faults that print what held", SOAKS, only)
+
+
+def _add_listed(commands: Commands, command: str, text: str,
+                listed: dict[str, tuple[str, str]], only: str | None) -> None:
+    """``command`` with a sub-command per entry of ``listed`` (its module and help); only
+    ``only``'s module (every one's, if None) is imported for its arguments."""
+    parser = commands.add_parser(command, help=text)
+    subs = parser.add_subparsers(dest=command, required=True)
+    for name, (module, help_text) in listed.items():
+        sub = subs.add_parser(name, help=help_text)
         if only is None or name == only:
-            _module(module).add_arguments(parser)
+            _module(module).add_arguments(sub)
 
 
 def _add_log(commands: Commands) -> None:

@@ -66,8 +66,6 @@ EVENT_BATCH = 512
 EVENT_FLUSH_S = 0.2
 """Event times are recorded into their sensors in batches of at most this many, at least this
 often (``Observability.on_event``)."""
-_ZEROS = [0.0] * 64
-"""The queue times of a batch of events that waited in no queue (``on_events``)."""
 
 @dataclass(frozen=True, slots=True)
 class GroupView:
@@ -230,7 +228,7 @@ class Observability:
         """``count`` events run in one batch, none of which waited in a queue, each taking
         ``processing_ms`` (the batch's mean): steady heartbeats answered from a
         connection's shortcuts (``CoordinatorRuntime.ran_now``)."""
-        self._queue_ms += _ZEROS[:count] if count <= len(_ZEROS) else [0.0] * count
+        self._queue_ms += [0.0] * count
         self._processing_ms += [processing_ms] * count
         if len(self._queue_ms) >= EVENT_BATCH:
             self.flush_events()
