@@ -11,19 +11,15 @@ from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 from kio.schema.errors import ErrorCode
 from kio.schema.index import schema_name_map
 from kio.serial import entity_writer
 from kio.serial.errors import OutOfBoundValue
 from kio.static.constants import EntityType
-from kio.static.primitive import Records
 
 from protocol import fastwrite, make, schema
 from protocol.fastwrite import compile_writer, encode, is_compiled, stream_writer
-
-# kio ships strategies for its primitives but not for raw record batches.
-st.register_type_strategy(Records, st.binary(max_size=48).map(Records))
+from tests.protocol.kio_values import values_of
 
 _MS = datetime.timedelta
 
@@ -73,7 +69,7 @@ def _check_same_bytes(cls: type, examples: int) -> None:
             HealthCheck.filter_too_much,
         ],
     )
-    @given(st.from_type(cls))
+    @given(values_of(cls))
     def check(value: Any) -> None:
         assert _ours(value) == _kio(value)
 

@@ -27,13 +27,13 @@ from kio.schema.index import api_key_map, schema_name_map
 from kio.serial import entity_reader, entity_writer
 from kio.serial._introspect import EntityField, classify_field, is_optional
 from kio.serial.errors import OutOfBoundValue
-from kio.static.primitive import Records
 
 from coordinator.bench.codec import _heartbeat_messages, _join_group_messages
 from protocol import make, parse_request_header, schema
 from protocol.errors import MalformedFrame
 from protocol.guard import body_end, check_lengths, walker_source
 from protocol.header import RequestHeader, encode_request_header
+from tests.protocol.kio_values import values_of
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -44,7 +44,6 @@ CASES = [
     for version in sorted(schema_name_map[api_key_map[key]])
 ]
 
-st.register_type_strategy(Records, st.binary(max_size=48).map(Records))
 
 
 def _body(value: Any) -> bytes:
@@ -115,7 +114,7 @@ def test_covers_every_request_kio_knows() -> None:
 @given(data=st.data())
 def test_accepts_what_kio_writes(api_key: int, version: int, data: st.DataObject) -> None:
     found = schema(api_key, version)
-    value = data.draw(st.from_type(found.request_type))
+    value = data.draw(values_of(found.request_type))
     try:
         body = _body(value)
     except OutOfBoundValue:
@@ -331,7 +330,7 @@ _BIG = st.integers(2**16, 2**35 - 1)
 def _mutated(draw: st.DrawFn) -> tuple[Any, bytes]:
     key, version = draw(_CASE)
     found = schema(key, version)
-    value = draw(st.from_type(found.request_type))
+    value = draw(values_of(found.request_type))
     try:
         data = bytearray(_body(value))
     except OutOfBoundValue:
