@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import uuid
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -34,6 +35,7 @@ def beside_another(members: list[MemberSpec]) -> list[MemberSpec]:
     return out
 
 
+@pytest.mark.slow
 @PROPS
 @given(group_strategy(homogeneous=True), st.data())
 def test_one_component_alone_or_beside_another_is_assigned_the_same(group, data) -> None:

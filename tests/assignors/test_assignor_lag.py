@@ -87,6 +87,7 @@ def test_join_or_leave_is_sticky(group, data) -> None:
             assert len(old & new) == min(len(old), len(new)), (m.member_id, t.name)
 
 
+@pytest.mark.slow
 @PROPS
 @given(group_strategy(), st.data())
 def test_lag_noise_moves_nothing(group, data) -> None:
@@ -199,6 +200,7 @@ def ranking_mode(request, monkeypatch):
     return request.param
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])  # it only patches constants
 @given(group_strategy(), st.data(), st.sampled_from([0.0, 0.2, 1.0, 10.0]))

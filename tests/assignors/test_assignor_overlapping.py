@@ -55,6 +55,7 @@ PROPS = settings(max_examples=int(os.environ.get("ASSIGNOR_EXAMPLES", "150")), d
 """``ASSIGNOR_EXAMPLES=5000`` for a longer run."""
 
 
+@pytest.mark.slow
 @PROPS
 @given(overlapping_strategy())
 def test_uniform_valid_most_balanced_deterministic(group) -> None:
@@ -69,6 +70,7 @@ def test_uniform_valid_most_balanced_deterministic(group) -> None:
     assert UNIFORM.assign(build(members[::-1], topics[::-1])) == result
 
 
+@pytest.mark.slow
 @PROPS
 @given(overlapping_strategy())
 def test_uniform_result_is_kept(group) -> None:
@@ -78,6 +80,7 @@ def test_uniform_result_is_kept(group) -> None:
     assert UNIFORM.assign(build(with_current(members, first), topics)) == first
 
 
+@pytest.mark.slow
 @PROPS
 @given(overlapping_strategy(), st.data())
 def test_uniform_join_leave_or_resubscribe_is_sticky(group, data) -> None:
@@ -101,6 +104,7 @@ def test_uniform_join_leave_or_resubscribe_is_sticky(group, data) -> None:
     check_moves_required(after_members, topics, before, after)
 
 
+@pytest.mark.slow
 @PROPS
 @given(overlapping_strategy(racks="single"), st.data())
 def test_uniform_prefers_local_replicas(group, data) -> None:
@@ -121,6 +125,7 @@ def _current(spec: AssignmentSpec) -> GroupAssignment:
                            spec.current_partitions)
 
 
+@pytest.mark.slow
 @PROPS
 @given(overlapping_strategy(), st.data())
 def test_range_on_overlapping_subscriptions(group, data) -> None:
@@ -138,6 +143,7 @@ def test_range_on_overlapping_subscriptions(group, data) -> None:
     check_co_partitioned(after_members, topics, after)
 
 
+@pytest.mark.slow
 @PROPS
 @given(overlapping_strategy(max_members=12), st.sampled_from((*RACKS, None)))
 def test_range_keeps_its_own_assignment(group, rack) -> None:
@@ -185,6 +191,7 @@ def _range_by_rack(members: list[MemberSpec], topic: TopicMetadata) -> dict[str,
     return {m: got[m] if m in got else next(rest) for m in needy}
 
 
+@pytest.mark.slow
 @PROPS
 @given(st.data())
 def test_range_rack_matching_of_sparse_topics(data) -> None:
@@ -204,6 +211,7 @@ def test_range_rack_matching_of_sparse_topics(data) -> None:
         m: (p,) for m, p in expected.items()}
 
 
+@pytest.mark.slow
 @PROPS
 @given(overlapping_strategy(), st.data())
 def test_lag_on_overlapping_subscriptions(group, data) -> None:
@@ -245,6 +253,7 @@ def _max_matching(pool, needs, racks, partition_racks, rack_sets) -> int:
     return sum(augment(s, set()) for s in range(len(slots)))
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.data())
 def test_split_by_rack_matches_the_most(data) -> None:
@@ -332,6 +341,7 @@ def test_groups_of_different_density_joined_by_one_member() -> None:
     check_moves_required(after_members, topics, first, after)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(overlapping_strategy(max_members=12, max_topics=10))
 def test_components_both_ways_agree(group) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pickle
 from collections import defaultdict
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -41,6 +42,7 @@ def check_co_partitioned(members, topics, result) -> None:
             assert len({own[tid, p] for tid in tids}) == 1, (tids, p)
 
 
+@pytest.mark.slow
 @PROPS
 @given(group_strategy())
 def test_valid_balanced_co_partitioned_deterministic(group) -> None:
@@ -55,6 +57,7 @@ def test_valid_balanced_co_partitioned_deterministic(group) -> None:
     assert ASSIGNOR.assign(build(members[::-1], topics[::-1])) == result
 
 
+@pytest.mark.slow
 @PROPS
 @given(group_strategy(), st.data())
 def test_join_or_leave_is_sticky(group, data) -> None:

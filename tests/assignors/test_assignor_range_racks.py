@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -65,6 +66,7 @@ def _matching_input(draw: st.DrawFn) -> tuple[AssignmentSpec, list[int], list[in
     return spec, takers, free, rack_sets
 
 
+@pytest.mark.slow
 @PROPS
 @given(_matching_input(), st.booleans())
 def test_match_by_rack_is_the_partition_order_rule(case, whole) -> None:
@@ -128,6 +130,7 @@ def _dense_by_rack(members: list[MemberSpec], topic: TopicMetadata) -> dict[str,
     return {m.member_id: tuple(sorted(g)) for m, g in zip(order, got, strict=True)}
 
 
+@pytest.mark.slow
 @PROPS
 @given(st.data())
 def test_range_rack_matching_of_dense_topics(data) -> None:

@@ -329,6 +329,7 @@ def test_fresh_pools_are_exact() -> None:
 # --- properties -----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @PROPS
 @given(share_group())
 def test_matches_the_reference_model(group: tuple[list[MemberSpec], list[TopicMetadata]]
@@ -337,6 +338,7 @@ def test_matches_the_reference_model(group: tuple[list[MemberSpec], list[TopicMe
     assert run(members, topics).members == reference_assign(members, topics)
 
 
+@pytest.mark.slow
 @PROPS
 @given(share_group())
 def test_bounds_and_subscriptions(group: tuple[list[MemberSpec], list[TopicMetadata]]) -> None:
@@ -344,6 +346,7 @@ def test_bounds_and_subscriptions(group: tuple[list[MemberSpec], list[TopicMetad
     check_bounds(members, topics, run(members, topics))
 
 
+@pytest.mark.slow
 @PROPS
 @given(share_group())
 def test_from_scratch_every_partition_is_fully_shared(
@@ -358,6 +361,7 @@ def test_from_scratch_every_partition_is_fully_shared(
         assert all(owners[tp] == sharing for tp in partitions)
 
 
+@pytest.mark.slow
 @PROPS
 @given(share_group())
 def test_deterministic(group: tuple[list[MemberSpec], list[TopicMetadata]]) -> None:
@@ -375,6 +379,7 @@ def test_deterministic(group: tuple[list[MemberSpec], list[TopicMetadata]]) -> N
     assert run(reordered, topics[::-1]) == result
 
 
+@pytest.mark.slow
 @PROPS
 @given(share_group(homogeneous=False))
 def test_heterogeneous_is_the_same_algorithm_per_topic(
@@ -395,6 +400,7 @@ def test_heterogeneous_is_the_same_algorithm_per_topic(
             assert result[m.member_id].get(t, ()) == expected[m.member_id].get(t, ())
 
 
+@pytest.mark.slow
 @PROPS
 @given(share_group())
 def test_rerun_on_its_own_target_only_adds(
@@ -427,6 +433,7 @@ def change(
     return [*members, MemberSpec("new", subs)]
 
 
+@pytest.mark.slow
 @PROPS
 @given(st.booleans().flatmap(lambda same: st.tuples(st.just(same), share_group(same))),
        st.data())

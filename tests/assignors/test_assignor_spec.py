@@ -119,6 +119,7 @@ def test_empty_group() -> None:
         assert get_assignor(name).assign(spec).members == {}
 
 
+@pytest.mark.slow
 def test_bench_run_small() -> None:
     parser = argparse.ArgumentParser()
     bench.add_arguments(parser)

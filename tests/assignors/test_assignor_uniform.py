@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pickle
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -87,6 +88,7 @@ def test_homogeneous_join_or_leave_moves_the_minimum(group, data) -> None:
     check_moves_required(after_members, topics, before, after)
 
 
+@pytest.mark.slow
 @PROPS
 @given(group_strategy(homogeneous=False), st.data())
 def test_heterogeneous_join_or_leave_is_sticky(group, data) -> None:

@@ -848,18 +848,21 @@ def check_valid(spec: TaskAssignmentSpec, result: TaskAssignment) -> None:
         assert len(ps) == len(set(ps)), (t, ps)
 
 
+@pytest.mark.slow
 @PROPS
 @given(specs())
 def test_matches_reference_model(spec: TaskAssignmentSpec) -> None:
     assert roles(ASSIGNOR.assign(spec)) == reference_assign(spec)
 
 
+@pytest.mark.slow
 @PROPS
 @given(specs(max_members=40, max_tasks=30))
 def test_matches_reference_model_larger(spec: TaskAssignmentSpec) -> None:
     assert roles(ASSIGNOR.assign(spec)) == reference_assign(spec)
 
 
+@pytest.mark.slow
 @PROPS
 @given(specs(), st.integers(0, 2**32))
 def test_valid_and_deterministic(spec: TaskAssignmentSpec, seed: int) -> None:

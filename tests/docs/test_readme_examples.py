@@ -77,6 +77,7 @@ def test_the_examples_cover_every_client_and_fault() -> None:
     assert {name for name in SLOW} <= examples().keys()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", _python_examples())
 def test_python_example(pytester: pytest.Pytester, name: str) -> None:
     _, text = examples()[name]
@@ -135,6 +136,7 @@ def shell_examples() -> list[str]:
     return [name for name, (language, _) in examples().items() if language == "sh"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", shell_examples())
 @pytest.mark.parametrize("runner", ["curl", "urllib"])
 def test_shell_example(tmp_path: Path, name: str, runner: str) -> None:

@@ -364,6 +364,7 @@ def test_host_based_acls(open_server: ServerProcess, admin: KafkaAdminClient) ->
         ErrorCode.group_authorization_failed]
 
 
+@pytest.mark.slow
 def test_acls_survive_a_restart_and_a_closed_server_allows_only_them(tmp_path: Path) -> None:
     data = tmp_path / "data"
     group, topic = unique("dur-g"), unique("dur-t")
@@ -436,6 +437,7 @@ def sasl(user: str) -> dict[str, str]:
             "sasl.username": user, "sasl.password": f"{user}-secret"}
 
 
+@pytest.mark.slow
 def test_sasl_users_get_what_their_acls_allow(tmp_path: Path) -> None:
     with ServerProcess(tmp_path / "data", {
             "listeners": "SASL_PLAINTEXT://127.0.0.1:0", "sasl.enabled.mechanisms": "PLAIN",

@@ -264,6 +264,7 @@ def test_describe_cluster(admin: AdminClient, shared_server: ServerProcess) -> N
     assert started is not None and cluster.cluster_id == started["cluster_id"]
 
 
+@pytest.mark.slow
 def test_cluster_id_is_kept_across_restarts(tmp_path: Path) -> None:
     ids = []
     for _ in range(2):
@@ -303,6 +304,7 @@ def test_describe_configs_of_a_missing_topic_fails(admin: AdminClient) -> None:
     assert error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART
 
 
+@pytest.mark.slow
 def test_static_broker_override_and_auto_create_off(tmp_path: Path) -> None:
     server = ServerProcess(tmp_path / "data", {"auto.create.topics.enable": "false",
                                                "num.partitions": "4",

@@ -43,6 +43,7 @@ def result_for(response: dict, name: str) -> dict:
 
 
 # --- create -----------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_create_list_describe(admin: KafkaAdminClient) -> None:
     name = unique("kp-created")
     response = admin.create_topics({name: spec(3)})

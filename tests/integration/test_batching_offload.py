@@ -90,6 +90,7 @@ def wait_loaded(admin: KafkaAdminClient, name: str) -> None:
                .get("group", {}).get(name), 30, message="the group's coordinator to load")
 
 
+@pytest.mark.slow
 def test_group_configs_set_read_back_and_refused(admin: KafkaAdminClient,
                                                  server: ServerProcess) -> None:
     wait_loaded(admin, "configured")
@@ -131,6 +132,7 @@ def test_group_configs_set_read_back_and_refused(admin: KafkaAdminClient,
     assert set(after) == {"consumer.assignment.interval.ms", "consumer.assignor.offload.enable"}
 
 
+@pytest.mark.slow
 def test_group_configs_survive_a_restart(server: ServerProcess, tmp_path: Path) -> None:
     client = KafkaAdminClient(bootstrap_servers=server.bootstrap, request_timeout_ms=10000)
     try:
@@ -172,6 +174,7 @@ def _children_running(pid: int, word: str) -> set[int]:
     return {child for child in children(pid) if word in _command_line(child)}
 
 
+@pytest.mark.slow
 def test_a_killed_server_leaves_no_background_workers_behind(tmp_path: Path) -> None:
     """SIGKILL gives the server no chance to stop its pool: the workers notice on their own
     and exit, and with them the forkserver they were started from; so does the fsync helper

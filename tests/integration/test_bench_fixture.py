@@ -8,9 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_bench_fixture_prints_its_numbers() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "coordinator", "bench", "fixture", "--json", "--runs", "1"],

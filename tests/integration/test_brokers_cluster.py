@@ -358,6 +358,7 @@ def _answered_in(server: ServerProcess, node_id: int) -> float:
         return time.monotonic() - started
 
 
+@pytest.mark.slow
 def test_a_delayed_broker_answers_late_for_a_while(cluster: ServerProcess) -> None:
     status, body = control(cluster, "POST", "/brokers/2/delay", {"delay_ms": 400, "seconds": 3})
     assert status == 200 and body == {"broker": 2, "delay_ms": 400, "seconds": 3.0}

@@ -231,6 +231,7 @@ def settle(server: ServerProcess, group: str, live: Sequence[Owner],
 
 
 # --- rebalancing -----------------------------------------------------------------------------
+@pytest.mark.slow
 @pytest.mark.parametrize("strategy", ["range", "roundrobin", "cooperative-sticky"])
 def test_three_members_join_and_leave(server: ServerProcess, members: list[Member],
                                       strategy: str) -> None:
@@ -294,6 +295,7 @@ def test_static_member_killed_and_restarted_within_session_timeout_keeps_its_par
         assert other.owned == before[other.name]
 
 
+@pytest.mark.slow
 def test_static_member_gone_past_its_session_timeout_loses_its_partitions(
         server: ServerProcess, members: list[Member]) -> None:
     topic, group = create_topic(server), unique("static-gone")
@@ -312,6 +314,7 @@ def test_static_member_gone_past_its_session_timeout_loses_its_partitions(
     assert {m.group_instance_id for m in described.members} == {"gone-0", "gone-2"}
 
 
+@pytest.mark.slow
 def test_dynamic_member_killed_is_removed_after_its_session_timeout(
         server: ServerProcess, members: list[Member]) -> None:
     topic, group = create_topic(server), unique("dynamic-gone")
@@ -447,6 +450,7 @@ def test_offset_delete_of_a_subscribed_topic_is_refused(server: ServerProcess,
         admin.close()
 
 
+@pytest.mark.slow
 def test_offsets_survive_a_restart(tmp_path: Path) -> None:
     process = ServerProcess(tmp_path / "data", OVERRIDES).start()
     try:

@@ -226,6 +226,7 @@ def make(client: str, server: ServerProcess, group: str, topic: str, strategy: s
     return cls(server, group, topic, strategy, name)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("client", "strategy"), CASES)
 def test_three_members_join_and_leave(server: ServerProcess, started: list[ThreadMember],
                                       client: str, strategy: str) -> None:

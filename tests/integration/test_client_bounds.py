@@ -67,6 +67,7 @@ def pipelined_joins(bootstrap: str, sizes: list[int], prefix: str) -> list[float
     return answered
 
 
+@pytest.mark.slow
 def test_a_connections_requests_in_handling_stay_within_socket_request_max_bytes(
         server: ServerProcess) -> None:
     results: dict[str, list[float]] = {}
@@ -91,6 +92,7 @@ def test_a_connections_requests_in_handling_stay_within_socket_request_max_bytes
     assert server.alive()
 
 
+@pytest.mark.slow
 def test_a_member_beyond_group_consumer_max_size_is_refused(tmp_path: Path) -> None:
     server = ServerProcess(tmp_path / "data", {"group.consumer.max.size": "2"},
                            profile="test").start()

@@ -81,6 +81,7 @@ def coordinator() -> Iterator[Coordinator]:
         yield server
 
 
+@pytest.mark.slow
 def test_a_default_consumer_pushes_metrics_labelled_by_group_and_member(
         coordinator: Coordinator) -> None:
     polling = Polling({"bootstrap.servers": coordinator.bootstrap_servers, "group.id": "orders"},
@@ -131,6 +132,7 @@ def alter(admin: KafkaAdminClient, configs: Any) -> None:
     assert str(result) and "Error" not in repr(result), result
 
 
+@pytest.mark.slow
 def test_a_subscription_changes_what_the_next_pushes_carry_and_is_durable(
         tmp_path: Any) -> None:
     with Coordinator.start(tmp_path / "data", {"telemetry.default.metrics": ""}) as server:
@@ -183,6 +185,7 @@ def _payload() -> bytes:
     return data.SerializeToString()
 
 
+@pytest.mark.slow
 def test_bad_pushes_get_kafkas_errors() -> None:
     config = {"telemetry.default.interval.ms": 200, "telemetry.max.bytes": 2000}
     with Coordinator.start(config=config) as server, \

@@ -61,6 +61,7 @@ def test_a_topic_replicated_to_three_brokers(kafka_coordinator: Coordinator) -> 
              STEP_TIMEOUT_S, "broker 2 back in every ISR")
 
 
+@pytest.mark.slow
 def test_a_replication_factor_above_the_broker_count_is_refused(
         kafka_coordinator: Coordinator) -> None:
     client = admin(kafka_coordinator)
@@ -72,6 +73,7 @@ def test_a_replication_factor_above_the_broker_count_is_refused(
     assert all(len(replicas) == len(isr) == 2 for _, replicas, isr in partitions(client, "two"))
 
 
+@pytest.mark.slow
 def test_the_control_routes_refuse_bad_input(kafka_coordinator: Coordinator) -> None:
     server = kafka_coordinator
     brokers = server.brokers
@@ -111,6 +113,7 @@ def test_the_control_routes_refuse_bad_input(kafka_coordinator: Coordinator) -> 
     assert brokers.running() == [1, 2, 3]
 
 
+@pytest.mark.slow
 def test_every_broker_is_listed_and_comes_back_after_a_restart(
         kafka_coordinator: Coordinator) -> None:
     server = kafka_coordinator
@@ -132,6 +135,7 @@ def test_every_broker_is_listed_and_comes_back_after_a_restart(
         assert node in {n.id for n in one.describe_cluster().result(10).nodes}
 
 
+@pytest.mark.slow
 def test_a_delayed_broker_answers_late_and_only_it(kafka_coordinator: Coordinator) -> None:
     server = kafka_coordinator
     ports = server.broker_ports

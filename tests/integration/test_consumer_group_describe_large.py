@@ -27,6 +27,7 @@ def server(tmp_path: Path) -> Iterator[ServerProcess]:
         yield process
 
 
+@pytest.mark.slow
 async def test_a_large_group_is_described_whole(server: ServerProcess) -> None:
     assert MEMBERS > MEMBERS_PER_TURN
     admin = await Wire.connect(server.bootstrap)

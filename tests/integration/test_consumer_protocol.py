@@ -257,6 +257,7 @@ def create_topic(bootstrap: str, name: str, partitions: int) -> AdminClient:
     return admin
 
 
+@pytest.mark.slow
 def test_group_scales_1_5_2_with_exclusive_ownership(kip848_server: ServerProcess) -> None:
     create_topic(kip848_server.bootstrap, "orders", 12)
     partitions = {("orders", p) for p in range(12)}

@@ -24,6 +24,7 @@ def regex_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerPro
         yield process
 
 
+@pytest.mark.slow
 def test_regex_subscription_picks_up_a_new_matching_topic(regex_server: ServerProcess) -> None:
     admin = create_topic(regex_server.bootstrap, "regex-topic-a", 2)
     create_topic(regex_server.bootstrap, "unrelated", 3)

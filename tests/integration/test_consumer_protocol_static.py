@@ -107,6 +107,7 @@ def _server_saw(server: ServerProcess, event: str, **fields: Any) -> bool:
     return server.event(event, **fields) is not None
 
 
+@pytest.mark.slow
 def test_static_member_restarted_within_the_session_timeout_gets_its_partitions_back(
         server: ServerProcess) -> None:
     group, partitions, members = _static_group(server, "comeback")

@@ -131,6 +131,7 @@ def written(data_server: ServerProcess) -> tuple[str, list[Row]]:
     return topic, sorted(rows)
 
 
+@pytest.mark.slow
 def test_producers_wrote_every_record_once(written: tuple[str, list[Row]]) -> None:
     _, rows = written
     assert len(rows) == len(VARIANTS) * PER_PARTITION

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
 from confluent_kafka import (
     OFFSET_BEGINNING,
     Consumer,
@@ -47,6 +48,7 @@ def read_all(bootstrap: str, partitions: int, expected: int) -> set[bytes]:
     return values
 
 
+@pytest.mark.slow
 def test_kill_9_loses_no_acknowledged_record(tmp_path: Path) -> None:
     server = ServerProcess(tmp_path / "data").start()
     try:

@@ -51,6 +51,7 @@ def first_consumed(server: ServerProcess, topic: str) -> int:
         consumer.close()
 
 
+@pytest.mark.slow
 def test_delete_records_moves_the_low_watermark_durably(tmp_path: Path) -> None:
     server = ServerProcess(tmp_path / "data", {}).start()
     try:

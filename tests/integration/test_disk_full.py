@@ -98,6 +98,7 @@ def fill(bootstrap: str, acked: Acked) -> tuple[int, dict[ErrorCode, int]]:
     return accepted, errors
 
 
+@pytest.mark.slow
 def test_a_full_store_refuses_writes_keeps_serving_and_loses_nothing(
         tmp_path: Path, full_servers: list[ServerProcess]) -> None:
     log_dir = tmp_path / "data"

@@ -165,6 +165,7 @@ def commit(member: Member, topic: str, offset: int) -> Any:
 
 
 # --- error -------------------------------------------------------------------------------------
+@pytest.mark.slow
 @pytest.mark.parametrize("protocol_name", ["classic", "consumer"])
 def test_a_commit_fails_with_the_injected_error_once(server: ServerProcess, faults: Faults,
                                                      members: list[Member],
@@ -527,6 +528,7 @@ def test_a_control_listener_off_the_loopback_is_refused(tmp_path: Path) -> None:
     assert not (tmp_path / "data").exists()
 
 
+@pytest.mark.slow
 def test_the_control_endpoint_is_off_by_default(tmp_path: Path) -> None:
     with ServerProcess(tmp_path / "data") as plain:
         assert plain.control_url is None

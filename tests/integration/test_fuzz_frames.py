@@ -89,6 +89,7 @@ def _unanswered(frame: Frame) -> bool:
         return False
 
 
+@pytest.mark.slow
 def test_requests_before_the_first_malformed_one_are_answered_in_order(
         limited_server: ServerProcess) -> None:
     rng = random.Random(9)

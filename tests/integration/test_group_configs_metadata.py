@@ -122,6 +122,7 @@ class SharePoller:
         self.thread.join(20)
 
 
+@pytest.mark.slow
 def test_share_groups_configured_at_start_read_everything(tmp_path: Path) -> None:
     log_dir = tmp_path / "data"
     build_store(log_dir, LOADING_RECORDS)
@@ -158,6 +159,7 @@ def test_share_groups_configured_at_start_read_everything(tmp_path: Path) -> Non
 
 
 # ------------------------------------------------------------------------------ 2. before a group
+@pytest.mark.slow
 def test_a_session_timeout_set_before_the_group_exists_governs_its_first_member(
         tmp_path: Path) -> None:
     overrides_ = {"group.consumer.min.session.timeout.ms": "1000",
@@ -186,6 +188,7 @@ def test_a_session_timeout_set_before_the_group_exists_governs_its_first_member(
 
 
 # ------------------------------------------------------------------------------ 3. kept
+@pytest.mark.slow
 def test_configs_survive_the_groups_deletion_and_a_kill_9_restart(tmp_path: Path) -> None:
     with ServerProcess(tmp_path / "data") as server:
         admin = admin_for(server)
@@ -259,6 +262,7 @@ def _write_metadata(log_dir: Path, group: str, configs: Mapping[str, str]) -> No
         plog.close()
 
 
+@pytest.mark.slow
 def test_an_older_stores_group_configs_are_migrated_once(old_store: Path) -> None:
     server = ServerProcess(old_store, old_config_store.OVERRIDES).start()
     try:
@@ -286,6 +290,7 @@ def test_an_older_stores_group_configs_are_migrated_once(old_store: Path) -> Non
         server.kill()
 
 
+@pytest.mark.slow
 def test_a_config_the_metadata_has_is_kept_by_the_migration(old_store: Path) -> None:
     """As after a crash between the migration's two writes, or a config set while the
     partition loaded: the metadata's value is the newer one."""

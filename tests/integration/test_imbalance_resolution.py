@@ -122,6 +122,7 @@ def until(held: dict[str, Any]) -> float:
     return max(0.0, held["deadline_ms"] / 1000 - time.time())
 
 
+@pytest.mark.slow
 def test_a_new_process_within_the_delay_gets_only_the_dead_members_partitions(
         holding_server: ServerProcess) -> None:
     with one_of_three_killed(holding_server, "pods") as killed:
@@ -155,6 +156,7 @@ def held_now(server: ServerProcess, group: str) -> list[dict[str, Any]]:
     return held
 
 
+@pytest.mark.slow
 def test_held_partitions_survive_a_coordinator_restart(holding_server: ServerProcess) -> None:
     with one_of_three_killed(holding_server, "bounce") as killed:
         shown = held_now(holding_server, "bounce")
@@ -170,6 +172,7 @@ def test_held_partitions_survive_a_coordinator_restart(holding_server: ServerPro
         killed.group.check_never_doubled(holding_server.log_dir)
 
 
+@pytest.mark.slow
 def test_without_a_new_process_the_partitions_are_spread_after_the_delay_not_before(
         short_deferred_server: ServerProcess) -> None:
     deferred_server = short_deferred_server
@@ -194,6 +197,7 @@ def test_without_a_new_process_the_partitions_are_spread_after_the_delay_not_bef
         assert_no_partition_owned_twice(timeline.events)
 
 
+@pytest.mark.slow
 def test_a_scale_up_from_4_to_8_moves_at_most_8_partitions_per_target(
         incremental_server: ServerProcess) -> None:
     create_topic(incremental_server.bootstrap, "wide", 64)

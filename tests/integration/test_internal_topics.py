@@ -182,6 +182,7 @@ def test_produce_to_an_internal_topic_is_refused(server: ServerProcess) -> None:
     assert errors == ["TOPIC_EXCEPTION"]  # librdkafka's name of INVALID_TOPIC_EXCEPTION (17)
 
 
+@pytest.mark.slow
 def test_kcat_lists_a_groups_offset_commits(server: ServerProcess) -> None:
     topic, group = f"orders-{uuid.uuid4().hex[:6]}", f"lagged-{uuid.uuid4().hex[:6]}"
     produce(server, topic, 7)
@@ -282,6 +283,7 @@ def test_transactional_offset_commits_appear_once_committed(server: ServerProces
     assert wait_until(committed, timeout=15) == [3]  # never the aborted 2
 
 
+@pytest.mark.slow
 def test_a_reader_after_compaction_sees_every_keys_latest_commit(tmp_path: Path) -> None:
     """What the cleaner leaves is what a reader sees: after compaction dropped records, reading
     ``__consumer_offsets`` from its start gives every partition's latest commit, and fewer
@@ -319,6 +321,7 @@ def test_a_reader_after_compaction_sees_every_keys_latest_commit(tmp_path: Path)
         process.kill()
 
 
+@pytest.mark.slow
 def test_restart_keeps_the_internal_topics(tmp_path: Path) -> None:
     process = ServerProcess(tmp_path / "data", {}).start().wait_loaded()
     try:
@@ -368,6 +371,7 @@ def share_state(key: bytes, value: bytes | None) -> tuple[str, uuid.UUID, int, i
     return group, topic_id, partition, kind, start, batches
 
 
+@pytest.mark.slow
 def test_share_group_state_holds_a_share_groups_acknowledgements(server: ServerProcess) -> None:
     from confluent_kafka import AcknowledgeType, ShareConsumer
 

@@ -163,6 +163,7 @@ def test_api_versions_advertises_kafka_3_9_oldest_versions(server: ServerProcess
     assert ranges[20][0] == 0 and ranges[32][0] == 0
 
 
+@pytest.mark.slow
 def test_raw_old_versions_produce_commit_and_consume(server: ServerProcess) -> None:
     with WireClient(server.bootstrap) as client:
         created = old_request(client, create_topic(TOPIC), 0, CreateTopicsResponse)
@@ -212,6 +213,7 @@ def test_raw_old_versions_produce_commit_and_consume(server: ServerProcess) -> N
         assert [(r.name, r.error_code) for r in deleted.responses] == [(TOPIC, 0)]
 
 
+@pytest.mark.slow
 def test_classic_group_commits_with_offset_commit_v1_and_consumes_with_fetch_v2(
         server: ServerProcess) -> None:
     """A client of Kafka 0.10.0's versions: JoinGroup v0, SyncGroup v0, OffsetCommit v1 with the
@@ -264,6 +266,7 @@ def test_describe_configs_v0_answers_is_default(server: ServerProcess) -> None:
     assert not configs["group.initial.rebalance.delay.ms"].is_default  # set by the fixture
 
 
+@pytest.mark.slow
 def test_kafka_python_pinned_to_0_9_produces_joins_commits_and_consumes(
         server: ServerProcess) -> None:
     """kafka-python with ``api_version=(0, 9)``: Produce v1 (message format v0), Metadata v0,
@@ -296,6 +299,7 @@ def kcat(server: ServerProcess, *args: str, data: bytes | None = None
                           capture_output=True, timeout=60, check=False)
 
 
+@pytest.mark.slow
 def test_kcat_speaking_kafka_0_9_produces_and_consumes_in_a_group(server: ServerProcess) -> None:
     produced = kcat(server, "-P", "-t", "legacy-kcat", "-K:", data=b"a:1\nb:2\nc:3\n")
     assert produced.returncode == 0, produced.stderr
@@ -305,6 +309,7 @@ def test_kcat_speaking_kafka_0_9_produces_and_consumes_in_a_group(server: Server
     assert consumed.stdout.decode().splitlines() == ["a=1@0", "b=2@1", "c=3@2"]
 
 
+@pytest.mark.slow
 def test_kafka_4_setting_refuses_removed_versions(kafka4: ServerProcess) -> None:
     with WireClient(kafka4.bootstrap) as client:
         ranges = {k.api_key: (k.min_version, k.max_version)

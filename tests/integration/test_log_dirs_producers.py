@@ -47,6 +47,7 @@ def test_describe_log_dirs_gives_each_partitions_size(server: ServerProcess) -> 
     assert log_dir["total_bytes"] >= log_dir["usable_bytes"] > 0
 
 
+@pytest.mark.slow
 def test_describe_producers_lists_an_idempotent_producer(server: ServerProcess) -> None:
     topic = f"produced-{uuid.uuid4().hex[:6]}"
     producer = Producer({"bootstrap.servers": server.bootstrap, "enable.idempotence": True})

@@ -8,6 +8,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from coordinator.runtime import partition_for
 from tests.harness import ServerProcess
 from tests.integration.test_offsets_durability import (
@@ -24,6 +26,7 @@ from tests.integration.test_offsets_durability import (
 PARTITIONS = 3
 
 
+@pytest.mark.slow
 def test_log_dump_shows_the_records_of_real_commits(tmp_path: Path) -> None:
     log_dir = tmp_path / "data"
     server = ServerProcess(log_dir, {"offsets.topic.num.partitions": str(PARTITIONS)}).start()
@@ -80,6 +83,7 @@ def test_log_dump_shows_the_records_of_real_commits(tmp_path: Path) -> None:
         assert groups == {g for g in by_group if partition_for(g, PARTITIONS) == partition}
 
 
+@pytest.mark.slow
 def test_log_dump_is_read_only_and_skips_a_torn_tail(tmp_path: Path) -> None:
     log_dir = tmp_path / "data"
     server = ServerProcess(log_dir, {"offsets.topic.num.partitions": "1"}).start()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
+import pytest
 from aiokafka.admin import AIOKafkaAdminClient, NewPartitions, NewTopic
 from aiokafka.client import AIOKafkaClient
 from aiokafka.errors import TopicAlreadyExistsError
@@ -86,6 +87,7 @@ async def test_coordinator_lookup(shared_server: ServerProcess) -> None:
         await client.close()
 
 
+@pytest.mark.slow
 async def test_no_auto_creation_when_disabled(tmp_path: Path) -> None:
     server = ServerProcess(tmp_path / "data", {"auto.create.topics.enable": "false"}).start()
     try:
@@ -104,6 +106,7 @@ async def test_no_auto_creation_when_disabled(tmp_path: Path) -> None:
         server.stop()
 
 
+@pytest.mark.slow
 async def test_auto_creation_uses_num_partitions(tmp_path: Path) -> None:
     server = ServerProcess(tmp_path / "data", {"num.partitions": "3"}).start()
     try:

@@ -166,6 +166,7 @@ def group_type(bootstrap: str, group: str) -> str:
     return ""
 
 
+@pytest.mark.slow
 def test_rolling_upgrade_to_consumer_protocol_and_back(server: ServerProcess) -> None:
     admin = AdminClient({"bootstrap.servers": server.bootstrap})
     for future in admin.create_topics([NewTopic("migrating", 6)]).values():

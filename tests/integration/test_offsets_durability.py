@@ -229,6 +229,7 @@ def restart(servers: Servers, killed: ServerProcess) -> ServerProcess:
 
 
 # --------------------------------------------------------------------------- tests
+@pytest.mark.slow
 def test_every_acknowledged_offset_survives_sigkill(servers: Servers) -> None:
     server = servers.start({"offsets.topic.num.partitions": "10"})
     create_topics(server.bootstrap, {TOPIC: TOPIC_PARTITIONS})
@@ -247,6 +248,7 @@ def test_every_acknowledged_offset_survives_sigkill(servers: Servers) -> None:
     assert_all_committed(server.bootstrap, acked)
 
 
+@pytest.mark.slow
 def test_a_torn_write_is_truncated_and_nothing_acknowledged_is_lost(servers: Servers) -> None:
     server = servers.start({"offsets.topic.num.partitions": "5"})
     create_topics(server.bootstrap, {TOPIC: TOPIC_PARTITIONS})
@@ -293,6 +295,7 @@ def test_a_torn_write_is_truncated_and_nothing_acknowledged_is_lost(servers: Ser
     assert server.count("log_tail_truncated") == 0
 
 
+@pytest.mark.slow
 def test_offsets_survive_compaction_and_sigkill(servers: Servers) -> None:
     server = servers.start({"offsets.topic.num.partitions": "2",
                             "offsets.topic.segment.bytes": "4096",
@@ -337,6 +340,7 @@ def test_offsets_survive_compaction_and_sigkill(servers: Servers) -> None:
     assert_all_committed(server.bootstrap, acked)
 
 
+@pytest.mark.slow
 def test_corruption_in_the_middle_stops_only_its_partition(servers: Servers) -> None:
     server = servers.start({"offsets.topic.num.partitions": "4"})
     create_topics(server.bootstrap, {TOPIC: TOPIC_PARTITIONS})
@@ -376,6 +380,7 @@ def test_corruption_in_the_middle_stops_only_its_partition(servers: Servers) -> 
     assert_all_committed(server.bootstrap, healthy)
 
 
+@pytest.mark.slow
 def test_topics_created_through_the_admin_api_keep_their_ids(servers: Servers) -> None:
     server = servers.start({"offsets.topic.num.partitions": "3"})
     ids = create_topics(server.bootstrap, {"kept": 3, "grown": 1, "dropped": 2})

@@ -29,6 +29,7 @@ def serve_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerPro
         yield server
 
 
+@pytest.mark.slow
 def test_a_new_group_gets_its_first_assignment_without_a_second_heartbeat(
         serve_server: ServerProcess) -> None:
     took = first_assignment_ms(serve_server.bootstrap, "paced-one", "paced-one")

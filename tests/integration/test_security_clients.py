@@ -168,6 +168,7 @@ SCRAM_FAILED = ("Authentication failed during authentication due to invalid cred
                 "SASL mechanism SCRAM-SHA-256")
 
 
+@pytest.mark.slow
 def test_wrong_password_fails_with_each_clients_authentication_error(
         server: ServerProcess, certs: Certs, caplog: pytest.LogCaptureFixture) -> None:
     failures_before = server.count("failed authentication")

@@ -31,6 +31,7 @@ def clients() -> Iterator[list[WireClient]]:
     {"max.connections.per.ip": "3"},
     {"max.connections.per.ip": "0", "max.connections.per.ip.overrides": "127.0.0.1:3"},
 ], ids=["per-ip", "override"])
+@pytest.mark.slow
 def test_the_connection_over_the_per_ip_limit_is_closed(
         tmp_path: Path, clients: list[WireClient], overrides: dict[str, str]) -> None:
     with ServerProcess(tmp_path / "data", overrides) as server:
@@ -51,6 +52,7 @@ def test_the_connection_over_the_per_ip_limit_is_closed(
         assert served(replacement)
 
 
+@pytest.mark.slow
 def test_at_max_connections_the_next_connection_waits_for_a_slot(
         tmp_path: Path, clients: list[WireClient]) -> None:
     with ServerProcess(tmp_path / "data", {"max.connections": "2"}) as server:

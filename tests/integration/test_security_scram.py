@@ -64,6 +64,7 @@ def error_of(future: Any) -> int:
     return code
 
 
+@pytest.mark.slow
 def test_alter_describe_and_keep_credentials_across_a_restart(tmp_path: Path,
                                                               certs: Certs) -> None:
     data = tmp_path / "data"

@@ -127,6 +127,7 @@ class EarlyMember:
             self.errors.append(repr(exc))
 
 
+@pytest.mark.slow
 def test_a_v0_member_and_a_v1_share_consumer_share_one_group(server: ServerProcess) -> None:
     bootstrap = server.bootstrap
     with WireClient(bootstrap) as client:
@@ -168,6 +169,7 @@ def test_a_v0_member_and_a_v1_share_consumer_share_one_group(server: ServerProce
     assert described.error_code == 0
 
 
+@pytest.mark.slow
 def test_bad_v0_share_requests_get_kafkas_errors(server: ServerProcess) -> None:
     bootstrap = server.bootstrap
     produce(bootstrap, TOPIC, 10)

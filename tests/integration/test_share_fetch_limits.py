@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from confluent_kafka import ShareConsumer
 
 from tests.harness import ServerProcess, wait_until
@@ -15,6 +16,7 @@ TOPIC = "limits"
 GROUP = "limits-group"
 
 
+@pytest.mark.slow
 def test_fetch_max_bytes_zero_gets_no_records(tmp_path: Path) -> None:
     server = ServerProcess(tmp_path / "data").start()
     try:

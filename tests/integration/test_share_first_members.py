@@ -15,6 +15,7 @@ import json
 import threading
 from pathlib import Path
 
+import pytest
 from confluent_kafka import ShareConsumer
 
 from tests.harness import ServerProcess, wait_until
@@ -86,6 +87,7 @@ def _run(server: ServerProcess, group: str) -> tuple[list[int], list[float]]:
     return [len(p.offsets) for p in pollers], _joins(server, group)
 
 
+@pytest.mark.slow
 def test_two_share_consumers_joining_together_both_get_records(tmp_path: Path) -> None:
     server = ServerProcess(tmp_path / "data").start()  # the server's defaults: seed 000's
     try:

@@ -139,6 +139,7 @@ def partition_errors(response: Any, field: str = "error_code") -> list[ErrorCode
 
 
 # --------------------------------------------------------------------------- 1. sharing
+@pytest.mark.slow
 def test_three_consumers_share_one_partition(servers: Servers) -> None:
     server = servers.start()
     bootstrap = server.bootstrap
@@ -211,6 +212,7 @@ def expected_counts(offset: int) -> list[int]:
     return [1, 2] if offset % 3 == 0 else [1]
 
 
+@pytest.mark.slow
 def test_release_reject_and_the_delivery_count_limit(servers: Servers) -> None:
     server = servers.start({"group.share.delivery.count.limit": str(DELIVERY_LIMIT)})
     bootstrap = server.bootstrap
@@ -251,6 +253,7 @@ def test_release_reject_and_the_delivery_count_limit(servers: Servers) -> None:
 LOCK_MS = 5000
 
 
+@pytest.mark.slow
 def test_a_killed_consumers_records_wait_for_their_acquisition_lock(servers: Servers) -> None:
     server = servers.start({"group.share.record.lock.duration.ms": str(LOCK_MS),
                             "group.share.min.record.lock.duration.ms": "1000"})
@@ -310,6 +313,7 @@ def test_a_killed_consumers_records_wait_for_their_acquisition_lock(servers: Ser
 
 
 # --------------------------------------------------------------------------- 4. server kill
+@pytest.mark.slow
 def test_acknowledged_records_are_never_redelivered_after_a_server_kill(
         servers: Servers) -> None:
     overrides = {
@@ -405,6 +409,7 @@ def test_acknowledged_records_are_never_redelivered_after_a_server_kill(
 
 
 # --------------------------------------------------------------------------- 5. seed 000
+@pytest.mark.slow
 def test_share_targets_are_batched_and_computed_in_the_background(servers: Servers) -> None:
     port = free_port()
     server = servers.start({"group.share.assignment.interval.ms": "1000",
@@ -472,6 +477,7 @@ def delete_group(bootstrap: str, group: str) -> KafkaError | None:
     return None
 
 
+@pytest.mark.slow
 def test_admin_apis_on_a_share_group(servers: Servers) -> None:
     server = servers.start()
     bootstrap = server.bootstrap
@@ -554,6 +560,7 @@ def joined_raw(client: WireClient, group: str, member_id: str) -> uuid.UUID:
     return topic_id
 
 
+@pytest.mark.slow
 def test_bad_share_requests_are_refused_and_the_server_keeps_serving(
         servers: Servers) -> None:
     server = servers.start()

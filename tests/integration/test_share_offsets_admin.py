@@ -152,6 +152,7 @@ def test_the_three_apis_are_advertised(server: ServerProcess) -> None:
     assert versions[ApiKey.DELETE_SHARE_GROUP_OFFSETS] == (0, 0)
 
 
+@pytest.mark.slow
 def test_an_altered_start_offset_is_where_a_share_consumer_receives_from(
         server: ServerProcess) -> None:
     topic, group = unique("jobs"), unique("workers")
@@ -239,6 +240,7 @@ def test_kafkas_errors(server: ServerProcess) -> None:
     ]
 
 
+@pytest.mark.slow
 def test_altered_offsets_survive_a_restart(tmp_path: Path) -> None:
     data = tmp_path / "data"
     topic, group = unique("durable"), unique("group")

@@ -77,6 +77,7 @@ def timed_commit(client: WireClient, group: str, offset: int) -> tuple[float, fl
     return started, time.monotonic(), result
 
 
+@pytest.mark.slow
 def test_groups_on_other_partitions_are_answered_while_one_partition_fsync_stalls(
         server: ServerProcess, disk: faultfs.FaultFs) -> None:
     stalled_group = group_on(STALLED, "stalled")

@@ -131,6 +131,7 @@ def test_a_fault_armed_later_applies_to_a_shortcut_heartbeat(server: ServerProce
     asyncio.run(run())
 
 
+@pytest.mark.slow
 def test_the_session_kept_by_shortcuts_expires_once_they_stop(server: ServerProcess) -> None:
     async def run() -> None:
         wire, member = await _steady_member(server, "shortcuts-session")

@@ -129,6 +129,7 @@ def server(tmp_path: Path) -> Iterator[tuple[ServerProcess, int]]:
         yield s, port
 
 
+@pytest.mark.slow
 def test_streams_group_in_the_group_apis(server: tuple[ServerProcess, int]) -> None:
     process, metrics_port = server
     with WireClient(process.bootstrap) as wire:

@@ -425,6 +425,7 @@ def first_time(instance: Instance, predicate: Callable[[dict[str, Any]], bool]) 
 
 
 # ------------------------------------------------------------------------------ 1. scaling
+@pytest.mark.slow
 def test_scales_1_3_2_with_standbys_and_exclusive_tasks(server: ServerProcess,
                                                          apps: list[App]) -> None:
     bootstrap = server.bootstrap
@@ -559,6 +560,7 @@ def test_killed_instance_loses_its_tasks_after_the_session_timeout(
         app.check()
 
 
+@pytest.mark.slow
 def test_member_not_revoking_within_its_rebalance_timeout_is_fenced(
         server: ServerProcess, apps: list[App]) -> None:
     create_topic(server.bootstrap, "input", PARTITIONS)
@@ -589,6 +591,7 @@ def test_member_not_revoking_within_its_rebalance_timeout_is_fenced(
 
 
 # ------------------------------------------------------------------------------ 3. statuses
+@pytest.mark.slow
 def test_stale_topology_missing_source_topics_and_shutdown_application(
         server: ServerProcess, apps: list[App]) -> None:
     bootstrap = server.bootstrap
@@ -692,6 +695,7 @@ def describe_tasks(assignment: Any, role: str) -> set[Task]:
             for p in t.partitions}
 
 
+@pytest.mark.slow
 def test_describe_and_endpoints_with_two_members_in_one_process(
         server: ServerProcess, apps: list[App]) -> None:
     bootstrap = server.bootstrap
@@ -891,6 +895,7 @@ BAD_REQUESTS: list[tuple[dict[str, Any], int, str]] = [
 ]
 
 
+@pytest.mark.slow
 def test_bad_heartbeats_get_kafkas_errors(server: ServerProcess) -> None:
     """Through the checked connection (kio both ways): each refused request gets Kafka 4.3's
     error code and message, and the connection keeps serving."""
@@ -943,6 +948,7 @@ def test_bad_heartbeats_get_kafkas_errors(server: ServerProcess) -> None:
         assert (left.error_code, left.member_epoch, left.status) == (0, -1, ())
 
 
+@pytest.mark.slow
 def test_heartbeat_error_responses_carry_an_empty_status_list(server: ServerProcess) -> None:
     with KioConnection(server.bootstrap, "bad-requests") as conn:
         response = conn.request(heartbeat_request(member_id=" "))
@@ -1035,6 +1041,7 @@ def tasks_in(entries: Iterable[Mapping[str, Any]]) -> set[Task]:
     return {(e["SubtopologyId"], p) for e in entries for p in e["Partitions"]}
 
 
+@pytest.mark.slow
 def test_streams_records_match_kafkas_schemas(tmp_path: Path, apps: list[App]) -> None:
     group_id = "records"
     with ServerProcess(tmp_path / "data", OVERRIDES) as server:

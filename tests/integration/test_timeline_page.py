@@ -155,6 +155,7 @@ def test_a_planted_double_ownership_is_drawn_in_red(tmp_path: Path) -> None:
     assert kinds["some-future-kind"] == "a"
 
 
+@pytest.mark.slow
 def test_no_overlap_without_double_ownership_and_none_for_shares(tmp_path: Path) -> None:
     fair = [e for e in PLANTED if not (e["kind"] == "assigned" and e["member"] == "b")]
     drawn = load_offline(tmp_path, "planted", fair, "fair.html")
@@ -190,6 +191,7 @@ def test_an_empty_timeline_says_so(tmp_path: Path) -> None:
     assert drawn.body["events"] == "0" and drawn.lanes == [] and drawn.bars == []
 
 
+@pytest.mark.slow
 def test_the_offline_page_needs_one_group(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-m", "coordinator", "log", "timeline", str(tmp_path),
                            "--html", str(tmp_path / "out.html")],
@@ -311,6 +313,7 @@ def test_the_live_page_follows_the_server(server: ServerProcess, consumers: list
     assert_drawn(drawn, now[:drawn_events])
 
 
+@pytest.mark.slow
 def test_the_index_and_the_assets(server: ServerProcess) -> None:
     url = control_url(server)
     status, content_type, body = get(url + "/")

@@ -160,6 +160,7 @@ def test_broker_configs_are_not_dynamic(admin: AdminClient) -> None:
     assert "Cannot update these configs dynamically: Set(log.retention.ms)" in error.str()
 
 
+@pytest.mark.slow
 def test_altered_configs_survive_kill_9(tmp_path: Path) -> None:
     server = ServerProcess(tmp_path / "data").start()
     try:
@@ -178,6 +179,7 @@ def test_altered_configs_survive_kill_9(tmp_path: Path) -> None:
         server.stop()
 
 
+@pytest.mark.slow
 def test_static_broker_synonym_is_the_topic_default(tmp_path: Path) -> None:
     with ServerProcess(tmp_path / "data", {"log.retention.ms": "7200000"}).start() as server:
         admin = admin_for(server)
@@ -214,6 +216,7 @@ def watermarks(server: ServerProcess, topic: str) -> tuple[int, int]:
         consumer.close()
 
 
+@pytest.mark.slow
 def test_retention_bytes_then_retention_ms_delete_old_segments(tmp_path: Path) -> None:
     with ServerProcess(tmp_path / "data",
                        {"log.retention.check.interval.ms": "100"}).start() as server:
@@ -243,6 +246,7 @@ def test_max_message_bytes_and_min_insync_replicas(shared_server: ServerProcess,
     assert watermarks(shared_server, name) == (0, 2)
 
 
+@pytest.mark.slow
 def test_log_append_time(shared_server: ServerProcess, admin: AdminClient) -> None:
     name = new_topic(admin, {"message.timestamp.type": "LogAppendTime"})
     producer = Producer({"bootstrap.servers": shared_server.bootstrap})

@@ -38,6 +38,7 @@ def described(admin: KafkaAdminClient, name: str, synonyms: bool = False) -> dic
                                   config_filter="all")["topic"][name]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("incremental", [True, False])
 def test_alter_then_describe(admin: KafkaAdminClient, incremental: bool) -> None:
     name = new_topic(admin)

@@ -317,6 +317,7 @@ HUGE_ARRAYS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(HUGE_ARRAYS))
 def test_huge_declared_array_length_does_not_kill_the_server(tmp_path: Path, name: str) -> None:
     """A 20-byte frame declaring a 4-billion-element array must close that connection only.

@@ -19,6 +19,7 @@ from storage.dump import dump
 from tests.pipeline import suite_archive
 
 
+@pytest.mark.slow
 def test_the_plain_job_reads_every_record_of_both_logs(spark: SparkSession,
                                                        tmp_path: Path) -> None:
     store = tmp_path / "store"

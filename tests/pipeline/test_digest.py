@@ -22,6 +22,7 @@ from tests.pipeline.conftest import LATE
 from tests.pipeline.reference import reference_tables
 
 
+@pytest.mark.slow
 def test_the_six_tables_equal_the_per_record_path(spark: SparkSession, odd_store: Path,
                                                   odd_job: tuple[JobResult, Path]) -> None:
     result, out = odd_job

@@ -155,6 +155,7 @@ def streams_records(dumped: list[dict[str, Any]], kind: str) -> list[dict[str, A
 
 # --- the checks ------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_every_record_is_read(job: tuple[JobResult, Path], dumped: list[dict[str, Any]]) -> None:
     # TopicMetadata records in __cluster_metadata-0: the scenario's, the streams group's
     # internal topics (the coordinator created them) and Kafka's internal topics that its

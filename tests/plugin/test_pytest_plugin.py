@@ -179,6 +179,7 @@ def test_a_throwaway_project_uses_the_fixtures(pytester: pytest.Pytester) -> Non
     assert [pid for pid in started if not _gone(pid)] == []  # none outlives the session
 
 
+@pytest.mark.slow
 def test_the_plugin_is_registered_through_the_entry_point(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest_subprocess("--fixtures", "-p", "no:cacheprovider",
                                            *NO_HYPOTHESIS)

@@ -51,6 +51,7 @@ def _ours(value: Any) -> bytes:
     return bytes(buf[6:])
 
 
+@pytest.mark.slow
 def test_every_class_is_covered_and_compiled() -> None:
     # Every request and response of every API and version, plus headers and data schemas.
     assert len(PATHS) > 620

@@ -427,6 +427,7 @@ def test_capped_child_turns_an_abort_into_a_failure() -> None:
     assert "memory allocation" in result.stderr
 
 
+@pytest.mark.slow
 @needs_linux
 def test_mutated_frames_are_refused_or_read_safely() -> None:
     result = _run_child("_mutation_child")

@@ -455,6 +455,7 @@ print("imported")
 """
 
 
+@pytest.mark.slow
 def test_the_server_imports_without_the_dev_and_pipeline_extras() -> None:
     # `make run` installs the server alone: `python -m coordinator serve` must not need them.
     result = subprocess.run([sys.executable, "-c", IMPORT_CHECK, *EXTRAS], cwd=REPO,

@@ -134,6 +134,7 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
+@pytest.mark.slow
 def test_no_circular_imports_between_coordinator_packages() -> None:
     graph = _coordinator_graph()
     assert "coordinator.groups.consumer" in graph  # the walk found the packages

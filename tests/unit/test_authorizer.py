@@ -271,6 +271,7 @@ BINDINGS = st.builds(
     st.sampled_from([TOPIC, GROUP]))
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(bindings=st.lists(BINDINGS, max_size=12), removed=st.sets(st.integers(0, 11)),
        super_users=st.sets(st.sampled_from([ALICE, BOB])), allow_if_no_acl=st.booleans(),

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from coordinator import cli
 from coordinator.testing.server_process import ROOT
 
@@ -26,6 +28,7 @@ def _imported(args: list[str]) -> tuple[int, set[str]]:
     return result.returncode, modules
 
 
+@pytest.mark.slow
 def test_serve_imports_what_serving_needs_only(tmp_path: Path) -> None:
     # the server is being built (what it runs with imported), then stops: its store is not
     # its node's

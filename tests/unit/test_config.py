@@ -278,6 +278,7 @@ def test_cli_exit_code_2_on_override_without_equals() -> None:
     assert "expected key=value" in done.stderr
 
 
+@pytest.mark.slow
 def test_unknown_key_is_a_warning_and_the_server_still_starts(tmp_path: Path) -> None:
     server = ServerProcess(tmp_path / "data", {"no.such.setting": "1"}).start()
     try:
@@ -290,6 +291,7 @@ def test_unknown_key_is_a_warning_and_the_server_still_starts(tmp_path: Path) ->
         assert server.stop() == 0
 
 
+@pytest.mark.slow
 def test_config_file_is_used_by_serve(tmp_path: Path) -> None:
     path = tmp_path / "server.properties"
     path.write_text("node.id=5\nbroker.rack=from-file\n", encoding="utf-8")

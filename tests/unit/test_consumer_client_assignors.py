@@ -225,6 +225,7 @@ _PROPOSAL = st.lists(
     max_size=4)
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(_PROPOSAL)
 def test_an_installation_is_taken_exactly_when_valid_and_never_owns_a_partition_twice(

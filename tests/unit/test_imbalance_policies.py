@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -112,6 +113,7 @@ def scenarios(draw: st.DrawFn) -> tuple[dict[str, Items], dict[str, Items], list
     return previous, proposal, holds, draw(st.integers(0, 20))
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(scenarios())
 def test_deferred_never_assigns_a_partition_twice_and_never_gives_held_ones_to_old_members(
@@ -192,6 +194,7 @@ def test_a_scale_up_from_4_to_8_over_64_partitions_takes_4_rounds_of_8() -> None
     assert {len(s) for s in target.values()} == {8}
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.data())
 def test_moves_per_round_stay_within_the_budget_and_rounds_converge(data: st.DataObject

@@ -9,6 +9,8 @@ import sys
 import uuid
 from collections import Counter
 
+import pytest
+
 from coordinator.groups import replay
 from coordinator.groups.classic.model import ClassicGroup
 from coordinator.groups.consumer.model import ConsumerGroup
@@ -69,6 +71,7 @@ def test_a_new_shard_replays_with_the_table_and_runs_the_load_hooks() -> None:
     assert len(shard.timers) > 0  # the offsets-retention check, armed by a load hook
 
 
+@pytest.mark.slow
 def test_the_table_does_not_depend_on_what_else_was_imported() -> None:
     """In a fresh interpreter that imports nothing but the table, shards replay every type."""
     code = (

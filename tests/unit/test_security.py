@@ -411,6 +411,7 @@ def test_per_listener_values_and_jaas_configs() -> None:
 
 
 # --- the command line -----------------------------------------------------------------------
+@pytest.mark.slow
 @pytest.mark.parametrize("args, message", [
     (["--add-scram", "SCRAM-SHA-256=[password=x]"], "You must supply 'name' to add-scram"),
     (["--override", "listeners=SSL://127.0.0.1:0"], "needs a key store"),

@@ -472,6 +472,7 @@ def _check_invariants(sp: SharePartition) -> None:
     assert sp.acquired_count() == sum(held.values())
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(st.data())
 def test_random_operations_keep_invariants_and_reload_to_the_same_state(

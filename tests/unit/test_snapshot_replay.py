@@ -19,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -301,6 +302,7 @@ def with_snapshot(records: list[LogRecord], cut: int) -> list[tuple[int, int, An
     return decode_records(stored.records) + decode_records(tail.result())
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(sequences(), st.data())
 def test_a_snapshot_and_the_log_after_it_give_the_state_of_a_full_replay(

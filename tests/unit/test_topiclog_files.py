@@ -74,6 +74,7 @@ def batches_of(plog: PartitionLog) -> list[bytes]:
     return found
 
 
+@pytest.mark.slow
 async def test_many_partitions_stay_within_the_descriptor_cap(
         tmp_path: Path, small_cache: None) -> None:
     config = LogConfig(segment_bytes=400)  # a few batches a segment: several segments each
