@@ -23,7 +23,7 @@ PYTEST_WORKERS ?= 4
 # tests start, compiles every module again (a worker's collection takes 10 s of CPU instead of 4).
 PYTEST := PYTHONDONTWRITEBYTECODE= $(PY) -m pytest
 
-.PHONY: run test test-fast lint typecheck bench-codec clean system-deps
+.PHONY: run test test-fast lint typecheck bench-codec clean system-deps suite-deps
 # A recipe that fails leaves no half-made target behind (a venv whose creation broke off).
 .DELETE_ON_ERROR:
 
@@ -58,12 +58,24 @@ system-deps:
 run: $(SERVER_STAMP)
 	$(PY) -m coordinator serve
 
-test: $(SUITE_STAMP) system-deps
-	$(PY) -m ruff check .
-	$(PY) -m mypy
-	$(PYTEST) -q -n $(PYTEST_WORKERS)
+# The suite's two installs run side by side (pip fetching and building the extras, apt-get the
+# Debian packages), whether or not make itself was given -j.
+suite-deps:
+	@$(MAKE) --no-print-directory -j2 $(SUITE_STAMP) system-deps
 
-test-fast: $(SUITE_STAMP) system-deps
+# mypy (a minute of one core without its cache) checks the types while pytest runs, which leaves
+# part of the second core idle; its report comes after pytest's, and either failing fails the
+# target.
+test: suite-deps
+	$(PY) -m ruff check .
+	@$(PY) -m mypy > $(VENV)/mypy.out 2>&1 & types=$$!; \
+	echo "$(PYTEST) -q -n $(PYTEST_WORKERS)   (mypy beside it)"; \
+	$(PYTEST) -q -n $(PYTEST_WORKERS); tests=$$?; \
+	wait $$types; typed=$$?; \
+	echo "$(PY) -m mypy"; cat $(VENV)/mypy.out; \
+	[ $$tests -eq 0 ] && [ $$typed -eq 0 ]
+
+test-fast: suite-deps
 	$(PYTEST) -q -n $(PYTEST_WORKERS) -m 'not slow'
 
 lint: $(SUITE_STAMP)

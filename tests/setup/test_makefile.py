@@ -34,12 +34,15 @@ PACKAGES = {"kcat": ("kcat",), "prometheus": ("prometheus", "promtool"), "gcc": 
             "chromium": ("chromium",), "burrow": ("Burrow",), "zookeeperd": ("zooinspector",)}
 COMMANDS = frozenset(command for commands in PACKAGES.values() for command in commands)
 
-# record FILE FIELD...: appends one line, the fields separated by tabs.
+# record FILE FIELD...: appends one line, the fields separated by tabs, in one write (mypy's
+# and pytest's stand-ins run side by side, and their lines must not interleave).
 RECORD = r"""
 record() {
   file=$1; shift
-  { printf '%s' "$1"; shift; for arg in "$@"; do printf '\t%s' "$arg"; done; printf '\n'; } \
-    >> "$file"
+  tab=$(printf '\t')
+  line=$1; shift
+  for arg in "$@"; do line="$line$tab$arg"; done
+  printf '%s\n' "$line" >> "$file"
 }
 """
 
@@ -97,6 +100,10 @@ exit 2
 
 PYTHON = RECORD + r"""
 record @LOG@ "$0" "$@"
+if [ "$#" -ge 2 ] && [ "$1" = -m ] && [ "$2" = "${FAIL_MODULE-}" ]; then
+  echo "$2 failed (stand-in told to fail)"
+  exit 1
+fi
 if [ "$#" = 3 ] && [ "$1" = -m ] && [ "$2" = venv ]; then
   @MKDIR@ -p "$3/bin" && @CP@ @SELF@ "$3/bin/python" && @CHMOD@ 755 "$3/bin/python"
 fi
@@ -306,7 +313,17 @@ VENV = "system python -m venv .venv"
 INSTALL_SERVER = "pip install -e ."
 INSTALL_SUITE = "pip install -e .[dev,pipeline]"
 SERVE = "coordinator serve"
-CHECKS = ["ruff check .", "mypy", "pytest -q -n 4"]
+LINT = "ruff check ."
+TYPES_AND_TESTS = ("mypy", "pytest -q -n 4")  # side by side: in either order
+CHECKS = [LINT, *TYPES_AND_TESTS]
+
+
+def in_check_order(done: list[str]) -> list[str]:
+    """What ``make test`` ran, with mypy and pytest (started together) in CHECKS' order."""
+    tail = done[-2:]
+    if sorted(tail) == sorted(TYPES_AND_TESTS):
+        return [*done[:-2], *TYPES_AND_TESTS]
+    return done
 
 
 @dataclass
@@ -318,11 +335,13 @@ class Project:
     apt_log: Path
     env: dict[str, str]
     seen: int = 0
+    output: str = ""
 
-    def make(self, target: str) -> list[str]:
+    def make(self, target: str, fails: bool = False) -> list[str]:
         """Runs a target; returns what the stand-in pythons were asked to do meanwhile."""
         result = run_make(self.root, self.env, f"PYTHON={self.python}", target)
-        assert result.returncode == 0, result.stderr
+        assert (result.returncode != 0) == fails, result.stdout + result.stderr
+        self.output = result.stdout
         records = read_records(self.log)
         new, self.seen = records[self.seen:], len(records)
         return [self.label(record) for record in new]
@@ -366,9 +385,10 @@ def project(tmp_path: Path) -> Project:
     for command in COMMANDS:  # system-deps finds them all and asks for nothing
         write_script(bin_dir / command, NOOP)
     add_apt_stand_ins(bin_dir, apt_log, None)  # for the test that hides kcat
-    (bin_dir / "touch").symlink_to(tool("touch"))  # the stamps; nothing else runs by PATH
+    for command in ("touch", "cat"):  # the stamps, mypy's report; nothing else runs by PATH
+        (bin_dir / command).symlink_to(tool(command))
     return Project(root, bin_dir, python, log, apt_log,
-                   {"PATH": str(bin_dir), "FAKE_UID": "0", "APT_FAIL_ON": ""})
+                   {"PATH": str(bin_dir), "FAKE_UID": "0", "APT_FAIL_ON": "", "FAIL_MODULE": ""})
 
 
 def test_run_installs_the_server_alone_then_serves(project: Project) -> None:
@@ -389,9 +409,18 @@ def test_the_suite_targets_install_the_missing_debian_packages(project: Project,
 
 
 def test_test_installs_the_suite_then_lints_typechecks_and_tests(project: Project) -> None:
-    assert project.make("test") == [VENV, INSTALL_SUITE, *CHECKS]
+    assert in_check_order(project.make("test")) == [VENV, INSTALL_SUITE, *CHECKS]
     assert project.stamps() == {".installed-server", ".installed-suite"}
-    assert project.make("test") == CHECKS
+    assert in_check_order(project.make("test")) == CHECKS
+
+
+@pytest.mark.parametrize("failing", ["mypy", "pytest"])
+def test_either_check_beside_the_other_failing_fails_test(project: Project, failing: str) -> None:
+    project.make("test")
+    project.env["FAIL_MODULE"] = failing
+    # the other one still ran to its end, and the failure is shown (mypy's after pytest's)
+    assert in_check_order(project.make("test", fails=True)) == CHECKS
+    assert f"{failing} failed (stand-in told to fail)" in project.output
 
 
 def test_test_fast_installs_the_suite_and_skips_slow_tests(project: Project) -> None:
@@ -406,7 +435,7 @@ def test_run_after_test_installs_nothing(project: Project) -> None:
 
 def test_test_after_run_installs_the_extras(project: Project) -> None:
     project.make("run")
-    assert project.make("test") == [INSTALL_SUITE, *CHECKS]
+    assert in_check_order(project.make("test")) == [INSTALL_SUITE, *CHECKS]
     assert project.make("run") == [SERVE]
 
 
@@ -416,8 +445,8 @@ def test_a_newer_pyproject_reinstalls(project: Project, target: str, install: st
                                       then: list[str]) -> None:
     project.make("test")  # both stamps
     project.edit_pyproject()
-    assert project.make(target) == [install, *then]
-    assert project.make(target) == then
+    assert in_check_order(project.make(target)) == [install, *then]
+    assert in_check_order(project.make(target)) == then
 
 
 # --- the server's own imports need neither extra ---------------------------------------------
