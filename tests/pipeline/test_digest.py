@@ -21,8 +21,11 @@ from tests.pipeline.compare import canonical, output_rows
 from tests.pipeline.conftest import LATE
 from tests.pipeline.reference import reference_tables
 
+# every test here runs on the Spark session (its start and this module's jobs take most of a
+# minute): make test-fast skips the module
+pytestmark = pytest.mark.slow
 
-@pytest.mark.slow
+
 def test_the_six_tables_equal_the_per_record_path(spark: SparkSession, odd_store: Path,
                                                   odd_job: tuple[JobResult, Path]) -> None:
     result, out = odd_job

@@ -202,11 +202,13 @@ class _WherePySparkIs(DataSource):
         return ("from_zip" if ".zip" in (pyspark.__file__ or "") else "from_package") + " int"
 
 
+@pytest.mark.slow  # the Spark session
 def test_planning_processes_import_pyspark_from_its_package(spark: SparkSession) -> None:
     spark.dataSource.register(_WherePySparkIs)
     assert spark.read.format("where-pyspark-is").load().columns == ["from_package"]
 
 
+@pytest.mark.slow  # the Spark session
 def test_task_workers_import_pyspark_from_its_package(spark: SparkSession) -> None:
     def where(_: object) -> list[str]:
         import pyspark

@@ -23,6 +23,10 @@ from pipeline.job import JobOptions, JobResult, run
 from tests.harness import ServerProcess
 from tests.pipeline import scenario
 
+# every test here runs on the Spark session (its start and this module's jobs take most of a
+# minute): make test-fast skips the module
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 TOPICS = ("orders", "events", "jobs", "clicks")
 STREAMS_STEPS: list[tuple[int, int]] = []
@@ -155,7 +159,6 @@ def streams_records(dumped: list[dict[str, Any]], kind: str) -> list[dict[str, A
 
 # --- the checks ------------------------------------------------------------------------------
 
-@pytest.mark.slow
 def test_every_record_is_read(job: tuple[JobResult, Path], dumped: list[dict[str, Any]]) -> None:
     # TopicMetadata records in __cluster_metadata-0: the scenario's, the streams group's
     # internal topics (the coordinator created them) and Kafka's internal topics that its

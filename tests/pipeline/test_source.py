@@ -14,6 +14,10 @@ from pipeline.source import DIGEST
 from pipeline.synthetic import write_store
 from storage.dump import dump
 
+# every test here runs on the Spark session (its start and this module's jobs take most of a
+# minute): make test-fast skips the module
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -30,7 +34,6 @@ def test_one_input_partition_per_segment(spark: SparkSession, store: Path) -> No
     assert df.rdd.getNumPartitions() == len(segments)
 
 
-@pytest.mark.slow
 def test_the_tasks_option_packs_segments_by_size(spark: SparkSession, store: Path) -> None:
     segments = list_segments([str(store)])
     bins = pack(segments, 3)
@@ -75,7 +78,6 @@ def test_a_bad_tasks_option_is_refused(spark: SparkSession, store: Path, tasks: 
         spark.read.format("coordinator-log").option("tasks", tasks).load(str(store)).count()
 
 
-@pytest.mark.slow
 def test_rows_match_the_dump(spark: SparkSession, store: Path) -> None:
     expected = list(dump(store)) + list(dump(store, 0, "__cluster_metadata"))
     rows = read_stores(spark, [str(store)]).select(
