@@ -310,8 +310,9 @@ def test_a_failing_apt_get_update_fails_the_target(new_machine: NewMachine) -> N
 # --- the venv and the two installs: the server alone, or the suite ---------------------------
 
 VENV = "system python -m venv .venv"
-INSTALL_SERVER = "pip install -e ."
-INSTALL_SUITE = "pip install -e .[dev,pipeline]"
+COMPILE = "compileall -q -j 0 .venv/lib"
+INSTALL_SERVER = ("pip install -e .", COMPILE)
+INSTALL_SUITE = ("pip install -e .[dev,pipeline]", COMPILE)
 SERVE = "coordinator serve"
 LINT = "ruff check ."
 TYPES_AND_TESTS = ("mypy", "pytest -q -n 4")  # side by side: in either order
@@ -354,6 +355,7 @@ class Project:
         module, rest = args[1], args[2:]
         if module == "pip":
             assert rest[0] == "install" and "-e" in rest, record
+            assert "--no-compile" in rest, record  # compileall does it, on every core
             return f"pip install -e {rest[rest.index('-e') + 1]}"
         return " ".join((module, *rest))
 
@@ -393,7 +395,7 @@ def project(tmp_path: Path) -> Project:
 
 def test_run_installs_the_server_alone_then_serves(project: Project) -> None:
     (project.bin / "kcat").unlink()  # the server does not need the suite's Debian packages
-    assert project.make("run") == [VENV, INSTALL_SERVER, SERVE]
+    assert project.make("run") == [VENV, *INSTALL_SERVER, SERVE]
     assert (project.root / ".venv" / "bin" / "python").is_file()
     assert project.stamps() == {".installed-server"}
     assert project.make("run") == [SERVE]
@@ -409,7 +411,7 @@ def test_the_suite_targets_install_the_missing_debian_packages(project: Project,
 
 
 def test_test_installs_the_suite_then_lints_typechecks_and_tests(project: Project) -> None:
-    assert in_check_order(project.make("test")) == [VENV, INSTALL_SUITE, *CHECKS]
+    assert in_check_order(project.make("test")) == [VENV, *INSTALL_SUITE, *CHECKS]
     assert project.stamps() == {".installed-server", ".installed-suite"}
     assert in_check_order(project.make("test")) == CHECKS
 
@@ -424,7 +426,7 @@ def test_either_check_beside_the_other_failing_fails_test(project: Project, fail
 
 
 def test_test_fast_installs_the_suite_and_skips_slow_tests(project: Project) -> None:
-    assert project.make("test-fast") == [VENV, INSTALL_SUITE, "pytest -q -n 4 -m not slow"]
+    assert project.make("test-fast") == [VENV, *INSTALL_SUITE, "pytest -q -n 4 -m not slow"]
     assert project.make("test-fast") == ["pytest -q -n 4 -m not slow"]
 
 
@@ -435,17 +437,17 @@ def test_run_after_test_installs_nothing(project: Project) -> None:
 
 def test_test_after_run_installs_the_extras(project: Project) -> None:
     project.make("run")
-    assert in_check_order(project.make("test")) == [INSTALL_SUITE, *CHECKS]
+    assert in_check_order(project.make("test")) == [*INSTALL_SUITE, *CHECKS]
     assert project.make("run") == [SERVE]
 
 
 @pytest.mark.parametrize(("target", "install", "then"),
                          [("run", INSTALL_SERVER, [SERVE]), ("test", INSTALL_SUITE, CHECKS)])
-def test_a_newer_pyproject_reinstalls(project: Project, target: str, install: str,
+def test_a_newer_pyproject_reinstalls(project: Project, target: str, install: tuple[str, ...],
                                       then: list[str]) -> None:
     project.make("test")  # both stamps
     project.edit_pyproject()
-    assert in_check_order(project.make(target)) == [install, *then]
+    assert in_check_order(project.make(target)) == [*install, *then]
     assert in_check_order(project.make(target)) == then
 
 
