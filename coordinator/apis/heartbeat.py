@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from coordinator.cluster import routing
 from coordinator.groups import classic_protocol
 from coordinator.groups.classic import session as classic_session
 from coordinator.security.acl import AclOperation, ResourceType
@@ -22,11 +23,6 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     error = await run_on_group(ctx, request.group_id,
                                lambda shard, now: classic_protocol.heartbeat(shard, beat, now),
                                "Heartbeat")
-    if error == ErrorCode.coordinator_load_in_progress:
-        # Kafka's GroupCoordinatorService answers a classic Heartbeat of a group whose partition
-        # is still loading with NONE ("the group is still loading, so blindly respond"): the
-        # member keeps its generation, and the next heartbeat after the load is checked as
-        # usual. Clients such as aiokafka treat COORDINATOR_LOAD_IN_PROGRESS on a heartbeat as
-        # fatal (a consumer rejoining a restarted coordinator would stop).
-        error = ErrorCode.none
+    if error == ErrorCode.coordinator_load_in_progress:  # the group's partition is loading
+        error = routing.loading_answer(routing.HEARTBEAT)
     return ctx.respond(error_code=error)

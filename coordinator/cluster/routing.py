@@ -68,7 +68,7 @@ HEARTBEAT = 12
 def coordinator_error(cluster: Cluster, node_id: int, partitions: Iterable[int],
                       now: float, api_key: int = -1) -> ErrorCode | None:
     """NOT_COORDINATOR unless ``node_id`` leads every one of the coordinator ``partitions``;
-    COORDINATOR_LOAD_IN_PROGRESS while one of them is loading; None: served here."""
+    while one of them is loading, what :func:`loading_answer` says; None: served here."""
     loading = False
     for index in partitions:
         partition = cluster.coordinators[index]
@@ -76,10 +76,15 @@ def coordinator_error(cluster: Cluster, node_id: int, partitions: Iterable[int],
             return ErrorCode.not_coordinator
         if partition.loading_until > now:
             loading = True
-    if not loading:
-        return None
-    # Kafka's GroupCoordinatorService answers a classic Heartbeat of a loading group with NONE
-    # ("the group is still loading, so blindly respond"): the member keeps its generation
+    return loading_answer(api_key) if loading else None
+
+
+def loading_answer(api_key: int) -> ErrorCode:
+    """What a request for a group whose coordinator partition is loading gets:
+    COORDINATOR_LOAD_IN_PROGRESS, but a classic Heartbeat NONE, as Kafka's
+    GroupCoordinatorService answers it ("the group is still loading, so blindly respond"): the
+    member keeps its generation, and its next heartbeat after the load is checked as usual.
+    Clients such as aiokafka take COORDINATOR_LOAD_IN_PROGRESS on a heartbeat as fatal."""
     return ErrorCode.none if api_key == HEARTBEAT else ErrorCode.coordinator_load_in_progress
 
 
