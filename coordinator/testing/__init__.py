@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .server_process import ServerProcess, free_port, wait_until
+from .server_process import ServerProcess, event_seconds, free_port, wait_until
 
 if TYPE_CHECKING:
     from .shard_context import ShardContext
 
-__all__ = ["ServerProcess", "ShardContext", "free_port", "wait_until"]
+__all__ = ["ServerProcess", "ShardContext", "event_seconds", "free_port", "wait_until"]
 
 
 def __getattr__(name: str) -> Any:

@@ -25,6 +25,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -271,6 +272,12 @@ def _node_of(event: Mapping[str, Any]) -> int:
 
 _EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
 _LOWEST_PORT = 10_000
+
+
+def event_seconds(event: Mapping[str, Any]) -> float:
+    """When the server logged ``event``: its ISO ``timestamp`` (UTC, ``...Z``) as seconds since
+    the epoch, to compare events of one server's clock."""
+    return datetime.fromisoformat(event["timestamp"]).timestamp()
 
 
 def free_port() -> int:

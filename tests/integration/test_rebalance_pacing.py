@@ -6,14 +6,13 @@ interval more: a new group's first assignment 5 s, a leave's partitions 10 s."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import datetime
 from pathlib import Path
 
 import pytest
 
 from coordinator.bench.rebalance import first_assignment_ms, leave_to_owned_ms, ten_members_ms
 from coordinator.bench.server_runs import create_topic
-from tests.harness import ServerProcess
+from tests.harness import ServerProcess, event_seconds
 
 HEARTBEAT_INTERVAL_MS = 5000  # the serve profile's group.consumer.heartbeat.interval.ms
 
@@ -51,8 +50,9 @@ def test_ten_members_subscribing_at_once_share_the_first_assignment(
     # run started, and those wait for the next run, one assignment interval later. Either way
     # no member waits for a second heartbeat interval (issue 24): the first run is shared by
     # those that joined before it started.
-    joins = [e["timestamp"] for e in serve_server.events_of("member joins the consumer group")
-             if e.get("group_id") == "paced-ten"]
+    joined = [e for e in serve_server.events_of("member joins the consumer group")
+              if e.get("group_id") == "paced-ten"]
+    joins = [e["timestamp"] for e in joined]
     first = next(e for e in serve_server.events_of("offloaded target assignment")
                  if e.get("group_id") == "paced-ten")
     assert len(joins) == 10 and first["group_epoch"] == 2, (joins, first)
@@ -65,13 +65,8 @@ def test_ten_members_subscribing_at_once_share_the_first_assignment(
     # seconds, none of them the server's.
     covering = next(e for e in serve_server.events_of("offloaded target assignment")
                     if e.get("group_id") == "paced-ten" and e["members"] == 10)
-    waited_ms = (_at(covering["timestamp"]) - max(_at(at) for at in joins)) * 1000.0
+    waited_ms = (event_seconds(covering) - max(event_seconds(e) for e in joined)) * 1000.0
     assert 0 < waited_ms < HEARTBEAT_INTERVAL_MS, (waited_ms, slowest, joins, covering)
-
-
-def _at(timestamp: str) -> float:
-    """An event's ISO timestamp (``...Z``) as seconds."""
-    return datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp()
 
 
 @pytest.mark.slow

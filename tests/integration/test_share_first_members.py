@@ -10,7 +10,6 @@ test and is run again with a new group (at most three times).
 
 from __future__ import annotations
 
-import datetime
 import json
 import threading
 from pathlib import Path
@@ -18,7 +17,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import ShareConsumer
 
-from tests.harness import ServerProcess, wait_until
+from tests.harness import ServerProcess, event_seconds, wait_until
 from tests.integration.share_clients import create_topic, produce, set_group_configs
 
 TOPIC = "first-members"
@@ -59,8 +58,7 @@ def _joins(server: ServerProcess, group: str) -> list[float]:
     out = []
     for line in server.output().splitlines():
         if group in line and "member joins the share group" in line:
-            stamp = json.loads(line)["timestamp"].replace("Z", "+00:00")
-            out.append(datetime.datetime.fromisoformat(stamp).timestamp())
+            out.append(event_seconds(json.loads(line)))
     return out
 
 
