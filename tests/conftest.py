@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from coordinator.testing import preloaded
 from tests import parallel
 from tests.harness import ServerProcess
 from tests.pipeline import suite_archive
@@ -21,6 +22,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # every server this process starts is forked from one that has imported the server
+    # (coordinator/testing/preloaded.py): a start costs a fraction of a second, not a second
+    preloaded.enable()
     # xdist's controller, before it starts the workers: Hypothesis builds its Unicode tables
     # (the characters text() draws from) on first use and keeps them in .hypothesis/; on a clean
     # clone every worker would build them at once (about 2 s of CPU each)

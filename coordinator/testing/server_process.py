@@ -29,7 +29,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent.parent
+from .preloaded import ROOT, ForkedServer, helper_for
+
 SERVER_PACKAGES = ("coordinator", "storage", "protocol", "assignors", "metrics")
 """The packages of this repository a server imports."""
 _compiled = False
@@ -70,7 +71,7 @@ class ServerProcess:
             **(overrides or {}),
         }
         self.extra_args = [*(["--profile", profile] if profile else []), *(extra_args or [])]
-        self.proc: subprocess.Popen[str] | None = None
+        self.proc: subprocess.Popen[str] | ForkedServer | None = None
         self.lines: list[str] = []
         self.events: list[dict[str, Any]] = []
         self._lock = threading.Lock()
@@ -81,15 +82,17 @@ class ServerProcess:
     def start(self, timeout: float = 20.0) -> ServerProcess:
         if not _compiled:
             compile_server()
-        args = [sys.executable, "-m", "coordinator", "serve", *self.extra_args]
+        args = ["serve", *self.extra_args]
         for key, value in self.overrides.items():
             args += ["--override", f"{key}={value}"]
         env = {**os.environ, "PYTHONUNBUFFERED": "1", **self.env}
         with self._lock:
             self.lines.clear()
             self.events.clear()
-        self.proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE, text=True)
+        helper = helper_for(env)
+        self.proc = ForkedServer(helper, args, str(ROOT), env) if helper is not None else \
+            subprocess.Popen([sys.executable, "-m", "coordinator", *args], cwd=ROOT, env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         self._drainer = threading.Thread(target=self._drain, args=(self.proc,), daemon=True)
         self._drainer.start()
         wait_until(lambda: self.event("started") or self._exited(), timeout,
@@ -114,7 +117,7 @@ class ServerProcess:
     def _exited(self) -> bool:
         return self.proc is not None and self.proc.poll() is not None
 
-    def _drain(self, proc: subprocess.Popen[str]) -> None:
+    def _drain(self, proc: subprocess.Popen[str] | ForkedServer) -> None:
         assert proc.stderr is not None
         for line in proc.stderr:
             with self._lock:
@@ -140,9 +143,10 @@ class ServerProcess:
     def stop(self, timeout: float = 15.0) -> int:
         """Stop it (SIGTERM) and wait for it to exit; then every line it wrote is in
         ``events`` (its stderr is read to the end)."""
-        if self.proc is None or self.proc.poll() is not None:
+        exited = self.proc.poll() if self.proc is not None else 0
+        if exited is not None or self.proc is None:
             self._drained()
-            return self.proc.returncode if self.proc else 0
+            return exited or 0
         self.proc.send_signal(signal.SIGTERM)
         code = self.proc.wait(timeout)
         self._drained()
