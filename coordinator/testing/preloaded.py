@@ -41,6 +41,12 @@ PRELOAD = (
 )
 """What ``serve`` imports before its partitions load; what a child still imports after the
 fork (lazily, as the server needs it) it imports as a fresh server would."""
+READ_AT_START = ("PYTHON", "LD_", "GLIBC_", "MALLOC_", "LANG", "LC_", "TZ", "COORDINATOR_",
+                 "PROMETHEUS_", "prometheus_", "NO_COLOR", "FORCE_COLOR")
+"""Prefixes of the variables read before a server runs: by the interpreter (``PYTHON*``, the
+locale, ``TZ``), the dynamic loader and libc, and as modules are imported (ours,
+prometheus_client's, structlog's ``NO_COLOR`` and ``FORCE_COLOR``). Everything else a server
+reads as it runs, from the environment the child is given."""
 _MAX_MESSAGE = 1 << 20
 ROOT = Path(__file__).resolve().parents[2]
 """The repository: a server's working directory."""
@@ -114,12 +120,13 @@ class Preloaded:
         self._helper.wait(10)
 
     def imported_with(self, env: Mapping[str, str]) -> bool:
-        """Whether a server with environment ``env`` would have imported itself as the helper
-        did: the same environment, but for pytest's own variables (``PYTEST_CURRENT_TEST``
-        changes with every test). A server given anything else (a test's ``LD_PRELOAD``, a
-        variable a module reads as it is imported) must be started afresh."""
+        """Whether a server with environment ``env`` would have started and imported itself
+        as the helper did: the same values of what is read before the server runs
+        (:data:`READ_AT_START`). The child gets ``env`` whole; a server whose differs in those
+        (a test's ``LD_PRELOAD``, ``COORDINATOR_SLOW_EVENT_MS``) must be started afresh."""
         def relevant(values: Mapping[str, str]) -> dict[str, str]:
-            return {key: value for key, value in values.items() if not key.startswith("PYTEST_")}
+            return {key: value for key, value in values.items()
+                    if key.startswith(READ_AT_START)}
 
         return relevant(env) == relevant(self.env)
 

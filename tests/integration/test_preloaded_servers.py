@@ -89,3 +89,10 @@ def test_a_server_started_after_the_test_changed_the_environment_is_started_afre
     monkeypatch.setenv("COORDINATOR_TURN_BUDGET_MS", "0.5")  # read as runtime.py is imported
     with ServerProcess(tmp_path / "data") as server:
         assert isinstance(server.proc, subprocess.Popen)
+
+
+def test_a_variable_read_only_as_the_server_runs_does_not_stop_the_fork(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SPARK_HOME_FOR_SOMETHING_ELSE", "/nowhere")  # as PySpark sets its own
+    with ServerProcess(tmp_path / "data") as server:
+        assert isinstance(server.proc, preloaded.ForkedServer)
