@@ -7,8 +7,9 @@ each start asks it to fork a child, which takes the test's stdio, working direct
 environment and arguments and runs ``coordinator.cli.main`` as ``python -m coordinator``
 would. The child is the real server from there on (its own pid, signals, exit code, stderr); it
 skips the imports only. ``ServerProcess`` forks from it when :func:`enable` has been called
-(tests/conftest.py does) and nothing is to be in the server's environment at its start
-(``LD_PRELOAD`` and the like, which only an ``exec`` applies).
+(tests/conftest.py does) and the server's environment agrees with the helper's in what is read
+before a server runs (:data:`READ_AT_START`: ``LD_PRELOAD`` and the like, which only an
+``exec`` applies, and the variables modules read as they are imported); otherwise it execs.
 
 The helper and the test process talk over a Unix socket pair: a start sends the arguments as
 JSON with the child's stdin, stdout and stderr as file descriptors (``SCM_RIGHTS``); the
@@ -73,6 +74,11 @@ def helper_for(env: Mapping[str, str]) -> Preloaded | None:
     return helper if helper.imported_with(env) else None
 
 
+def _read_at_start(env: Mapping[str, str]) -> dict[str, str]:
+    """The variables of ``env`` that :data:`READ_AT_START` names."""
+    return {key: value for key, value in env.items() if key.startswith(READ_AT_START)}
+
+
 # --- in the test process ---------------------------------------------------------------------
 class Preloaded:
     """The test process's end: ``spawn`` forks a server and returns a ``ForkedServer``."""
@@ -92,6 +98,7 @@ class Preloaded:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         env = self.env = {**(os.environ if environ is None else environ),
                           "PYTHONUNBUFFERED": "1"}
+        self._at_start = _read_at_start(env)
         self._helper = subprocess.Popen(
             [sys.executable, "-c", "from coordinator.testing.preloaded import serve_forks; "
                                    f"serve_forks({theirs.fileno()})"],
@@ -124,11 +131,7 @@ class Preloaded:
         as the helper did: the same values of what is read before the server runs
         (:data:`READ_AT_START`). The child gets ``env`` whole; a server whose differs in those
         (a test's ``LD_PRELOAD``, ``COORDINATOR_SLOW_EVENT_MS``) must be started afresh."""
-        def relevant(values: Mapping[str, str]) -> dict[str, str]:
-            return {key: value for key, value in values.items()
-                    if key.startswith(READ_AT_START)}
-
-        return relevant(env) == relevant(self.env)
+        return _read_at_start(env) == self._at_start
 
     def spawn(self, args: Sequence[str], cwd: str, env: Mapping[str, str],
               stdin: int, stdout: int, stderr: int, timeout: float = 20.0) -> int:
@@ -214,9 +217,6 @@ class ForkedServer:
 
     def kill(self) -> None:
         self.send_signal(signal.SIGKILL)
-
-    def terminate(self) -> None:
-        self.send_signal(signal.SIGTERM)
 
 
 # --- in the helper ---------------------------------------------------------------------------

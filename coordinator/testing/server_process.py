@@ -9,7 +9,8 @@ the server (SIGKILL) and starts it again on the ports it had, with the same data
 The first start in a process writes the bytecode of the server's modules (``compile_server``):
 where ``PYTHONDONTWRITEBYTECODE`` is set and nothing compiled them yet (a clean clone), every
 server process would otherwise compile ~250 modules again as it starts (about 0.75 s of CPU
-more per start, on a suite that starts hundreds).
+more per start, on a suite that starts hundreds). In the suite, the server is forked from a
+helper that has imported it instead (``preloaded``), where its environment allows.
 """
 
 from __future__ import annotations
@@ -143,10 +144,12 @@ class ServerProcess:
     def stop(self, timeout: float = 15.0) -> int:
         """Stop it (SIGTERM) and wait for it to exit; then every line it wrote is in
         ``events`` (its stderr is read to the end)."""
-        exited = self.proc.poll() if self.proc is not None else 0
-        if exited is not None or self.proc is None:
+        if self.proc is None:
+            return 0
+        exited = self.proc.poll()
+        if exited is not None:
             self._drained()
-            return exited or 0
+            return exited
         self.proc.send_signal(signal.SIGTERM)
         code = self.proc.wait(timeout)
         self._drained()
