@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import sys
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from pyspark.sql import SparkSession
@@ -24,16 +26,32 @@ def quiet_warnings() -> None:
     warnings.filterwarnings("ignore", message="The copy keyword is deprecated")
 
 
-def prepare_environment() -> None:
-    """Spark's Python workers run this interpreter and can import ``pipeline`` and ``storage``,
-    and start with :data:`WORKER_SITE`'s ``sitecustomize`` (set before the JVM starts: the
-    workers inherit its environment)."""
+def prepare_environment() -> str:
+    """Spark's Python workers run this interpreter, can import ``pipeline`` and ``storage``,
+    and start with :data:`WORKER_SITE`'s ``sitecustomize``: returns the ``PYTHONPATH`` they
+    need (:func:`worker_python_path`)."""
     quiet_warnings()
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
              if p and p not in (ROOT, WORKER_SITE)]
-    os.environ["PYTHONPATH"] = os.pathsep.join([WORKER_SITE, ROOT, *paths])
+    return os.pathsep.join([WORKER_SITE, ROOT, *paths])
+
+
+@contextmanager
+def worker_python_path(path: str) -> Iterator[None]:
+    """``PYTHONPATH`` set to ``path`` while the driver's JVM starts (it and the workers it
+    starts inherit its environment), then as it was: this process's own ``PYTHONPATH`` is left
+    alone, so that what it starts later (a coordinator, in the suite) runs as it would have."""
+    before = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = path
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = before
 
 
 def build_session(master: str = "local[*]", *, app_name: str = "coordinator-pipeline",
@@ -45,7 +63,7 @@ def build_session(master: str = "local[*]", *, app_name: str = "coordinator-pipe
     local masters runs the tasks too, where the Python workers do most of the work.
     ``class_archive`` maps the JVM class archive if one was made
     (:mod:`pipeline.jvm_archive`); ``java_options`` are more options for the driver's JVM."""
-    prepare_environment()
+    python_path = prepare_environment()
     builder = (
         SparkSession.builder.master(master)
         .appName(app_name)
@@ -53,7 +71,7 @@ def build_session(master: str = "local[*]", *, app_name: str = "coordinator-pipe
         .config("spark.ui.showConsoleProgress", str(progress).lower())
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.executorEnv.PYTHONPATH", os.environ["PYTHONPATH"])
+        .config("spark.executorEnv.PYTHONPATH", python_path)
         .config("spark.python.worker.reuse", "true")
         # adaptive execution may coalesce the small shuffles of persisted tables too (with
         # Spark's 200 shuffle partitions a cluster would run 200 tiny tasks per aggregation)
@@ -75,7 +93,8 @@ def build_session(master: str = "local[*]", *, app_name: str = "coordinator-pipe
     if any(driver_options):
         builder = builder.config("spark.driver.extraJavaOptions",
                                  " ".join(o for o in driver_options if o))
-    spark = builder.getOrCreate()
+    with worker_python_path(python_path):
+        spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     register(spark)
     return spark
