@@ -27,6 +27,7 @@ from coordinator.metadata.config_resources import GROUP
 from coordinator.metadata.image import MetadataImage
 from coordinator.metadata.log import MetadataLog
 from coordinator.metadata.meta_properties import load_or_create
+from coordinator.observability import stack_dump
 from coordinator.observability.logs import get_logger
 from coordinator.runtime.clock import SystemClock
 from coordinator.runtime.compactor import Compactor
@@ -312,6 +313,7 @@ class App:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, self.request_stop)
+        stack_dump.install(loop)
         await self.start()
         await self._stopped.wait()
         log.info("stopping")
@@ -330,4 +332,5 @@ class App:
         await self.runtime.stop()
         await self.topic_logs.stop()
         self.metadata_log.close()
+        stack_dump.uninstall(loop)
         log.info("stopped")

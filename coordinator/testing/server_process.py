@@ -151,9 +151,30 @@ class ServerProcess:
             self._drained()
             return exited
         self.proc.send_signal(signal.SIGTERM)
-        code = self.proc.wait(timeout)
+        try:
+            code = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"the server did not stop within {timeout} s of SIGTERM; "
+                                 f"its stacks and last lines:\n{self.stacks()}") from None
         self._drained()
         return code
+
+    def stacks(self, timeout: float = 5.0, tail: int = 200) -> str:
+        """Its stacks (SIGQUIT: every thread's, then every asyncio task's, on its stderr)
+        after the last lines it wrote: the last ``tail`` lines of its output."""
+        assert self.proc is not None
+        with self._lock:
+            seen = len(self.lines)
+        self.proc.send_signal(signal.SIGQUIT)
+        deadline = time.monotonic() + timeout
+        while not (self._tasks_dumped(seen) or self._exited()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        with self._lock:
+            return "".join(self.lines[-tail:])
+
+    def _tasks_dumped(self, seen: int) -> bool:
+        with self._lock:
+            return any(line.startswith("asyncio tasks (") for line in self.lines[seen:])
 
     def kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
