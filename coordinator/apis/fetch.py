@@ -82,7 +82,7 @@ def _resolve(ctx: RequestContext, logs: TopicLogs, request: Any,
             elif topic is None:
                 error = missing
             elif plog is None:
-                error = ErrorCode.unknown_topic_or_partition
+                error = logs.unreadable(topic.name, p.partition)
             elif cluster is not None and not topic.is_internal and (
                     refused := leadership.refusal(ctx, topic.name, p.partition,
                                                   getattr(p, "current_leader_epoch", -1))

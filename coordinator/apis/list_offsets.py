@@ -54,7 +54,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     def look_up(topic: TopicImage, p: Any) -> Any:
         plog = logs.readable(topic.name, p.partition_index)
         if plog is None:
-            return response(p.partition_index, ErrorCode.unknown_topic_or_partition)
+            return response(p.partition_index, logs.unreadable(topic.name, p.partition_index))
         leader_epoch = LEADER_EPOCH
         if cluster is not None and not topic.is_internal:
             refused = leadership.refusal(ctx, topic.name, p.partition_index,

@@ -42,7 +42,8 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                 partitions.append(_answer(ctx, index, ErrorCode.topic_authorization_failed))
                 continue
             if plog is None:
-                partitions.append(_answer(ctx, index, ErrorCode.unknown_topic_or_partition))
+                partitions.append(_answer(ctx, index, ErrorCode.unknown_topic_or_partition
+                                          if topic is None else logs.unreadable(name, index)))
                 continue
             current = getattr(p, "current_leader_epoch", -1)
             refused = leadership.refusal(ctx, name, index, current)

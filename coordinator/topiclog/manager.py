@@ -24,6 +24,7 @@ from coordinator.metadata.topic_configs import effective
 from coordinator.metadata.topic_names import INTERNAL_TOPICS
 from coordinator.observability.logs import get_logger
 from coordinator.runtime.clock import Clock, SystemClock
+from protocol import ErrorCode
 
 from . import cleaner
 from .internal import InternalPartitionLog, internal_log
@@ -123,6 +124,15 @@ class TopicLogs:
             return plog
         view = internal_log(self.runtime, topic, partition)
         return view if view is not None and view.available else None
+
+    def unreadable(self, topic: str, partition: int) -> ErrorCode:
+        """Why :meth:`readable` gave None: an internal topic's partition that exists but is
+        not served yet (its coordinator partition loads) is NOT_LEADER_OR_FOLLOWER, as Kafka's
+        broker answers for a partition the metadata has and the broker does not host (clients
+        retry it); anything else is UNKNOWN_TOPIC_OR_PARTITION."""
+        if internal_log(self.runtime, topic, partition) is not None:
+            return ErrorCode.not_leader_or_follower
+        return ErrorCode.unknown_topic_or_partition
 
     def log_end_offset(self, topic: str, partition: int) -> int | None:
         """The log end offset (= high watermark) of a partition, or None if it has no log."""
