@@ -45,7 +45,10 @@ class GcPauseGuard:
         if loaded is not None:
             gc.disable()
             try:
-                await asyncio.wait_for(loaded, LOAD_MAX_OFF_S)
+                # not asyncio.wait_for: on Python 3.11 a cancellation (the server's stop)
+                # arriving as ``loaded`` ends is swallowed there, and the guard ran on forever
+                async with asyncio.timeout(LOAD_MAX_OFF_S):
+                    await loaded
             except TimeoutError:
                 log.info("garbage collection on before the partitions are loaded",
                          after_s=LOAD_MAX_OFF_S)

@@ -56,3 +56,19 @@ async def test_a_long_load_turns_it_on_after_the_limit(monkeypatch: pytest.Monke
         await _until_enabled()
     finally:
         task.cancel()
+
+
+@pytest.mark.parametrize("turns", range(4))
+async def test_a_stop_as_the_load_ends_stops_it(turns: int) -> None:
+    """The server's stop cancels the guard: a cancellation arriving in the loop turns between
+    the load's end and the guard's resuming ends it too (``asyncio.wait_for`` of Python 3.11
+    returned the load's result there instead, and the guard ran on: a server that never
+    exited after SIGTERM)."""
+    loaded = asyncio.Event()
+    task = await _guarded(loaded)
+    loaded.set()
+    for _ in range(turns):
+        await asyncio.sleep(0)
+    task.cancel()
+    done, _ = await asyncio.wait({task}, timeout=1.0)
+    assert task in done and task.cancelled()
