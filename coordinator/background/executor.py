@@ -70,15 +70,17 @@ def _exit_with(server_pid: int) -> None:
     def watch() -> None:
         try:
             pidfd = os.pidfd_open(server_pid)
+        except ProcessLookupError:  # a server stopped as its workers started: gone already
+            pass
         except (AttributeError, OSError):  # not Linux >= 5.3: poll
             while True:
-                time.sleep(1.0)
                 try:
                     os.kill(server_pid, 0)
                 except ProcessLookupError:
                     break
                 except PermissionError:
-                    continue
+                    pass
+                time.sleep(1.0)
         else:
             select.select([pidfd], [], [])
         os._exit(0)
