@@ -3,7 +3,6 @@ the benches and soaks, which report the server's CPU and RSS)."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 
@@ -12,10 +11,17 @@ def _stat_fields(pid: int) -> list[str]:
     return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
 
 
-def cpu_seconds(pid: int) -> float:
-    """User plus system CPU time of process ``pid`` so far."""
-    fields = _stat_fields(pid)
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+def thread_cpu_ns(pid: int) -> dict[int, int]:
+    """CPU time in ns of each live thread of process ``pid`` (``/proc/PID/task/TID/schedstat``,
+    the scheduler's own count; ``/proc/PID/stat`` gives it in clock ticks, 10 ms on most
+    kernels, so that a short window of a lightly loaded server could read as no CPU at all)."""
+    found = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            found[int(task.name)] = int((task / "schedstat").read_text().split()[0])
+        except (OSError, IndexError, ValueError):
+            continue  # the thread ended meanwhile
+    return found
 
 
 def children(pid: int) -> set[int]:

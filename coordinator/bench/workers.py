@@ -11,22 +11,28 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any
 
-from .procfs import children, cpu_seconds
+from .procfs import children, thread_cpu_ns
 from .request_loop import Outcome, percentile
 
 START_MARGIN_S = 0.3
 """From telling the workers the window to its start (each has a start time to wait for)."""
 
 
-def _cpu(pid: int | None) -> float:
-    """CPU seconds of the server process and its live children."""
+def _cpu(pid: int | None) -> dict[int, int]:
+    """CPU ns of each live thread of the server process and of its live children."""
     if pid is None:
-        return 0.0
-    total = cpu_seconds(pid)
+        return {}
+    threads = thread_cpu_ns(pid)
     for child in children(pid):
         with contextlib.suppress(OSError):
-            total += cpu_seconds(child)
-    return total
+            threads.update(thread_cpu_ns(child))
+    return threads
+
+
+def _cpu_between(before: dict[int, int], after: dict[int, int]) -> float:
+    """CPU seconds the threads of ``after`` used since ``before`` (a thread started meanwhile:
+    all of its time; one that ended meanwhile is not counted)."""
+    return sum(ns - before.get(tid, 0) for tid, ns in after.items()) / 1e9
 
 
 def split(items: int, parts: int) -> list[int]:
@@ -74,7 +80,7 @@ def run_workers(target: Callable[[Any, Connection], None], plans: list[Any],
             proc.join(10)
             if proc.is_alive():
                 proc.kill()
-    used = cpu_after - cpu_before
+    used = _cpu_between(cpu_before, cpu_after)
     pct = None if server_pid is None else round(100.0 * used / (wall_after - wall_before), 1)
     return outcomes, pct, used
 
