@@ -1,7 +1,7 @@
 """One JVM class archive (:mod:`pipeline.jvm_archive`) for a whole run of the suite.
 
-A training run costs a minute of CPU. The tests that need an archive (test_jvm_start.py's)
-share one, in a directory of its own under the run's base temporary directory: the
+A training run costs a minute of CPU. The tests that need an archive (test_jvm_start.py's, the
+bench's) share one, in a directory of its own under the run's base temporary directory: the
 controller's under pytest-xdist (each worker's is ``<controller's>/popen-gwN``), so every
 worker finds the same one. It is made by :func:`pipeline.jvm_archive.ensure`, whose lock on
 that directory has a test that needs it while another worker trains wait for that run, and
