@@ -4,11 +4,14 @@ The server (``serve --profile test``) runs as a child process. The load (``soak/
 an idempotent ``acks=all`` producer, a consumer-protocol group and a classic group of
 confluent-kafka consumers that consume and commit, kafka-python members joining and leaving a
 third group. Every ``--min-interval-s`` to ``--max-interval-s`` seconds (random, ``--seed``)
-after the last restart the server gets SIGKILL and is started again on the same data and
-ports. After each restart two times are taken from the kill: until both groups are described
-stable again, with every member back and every partition assigned once (``reconverge``), and
-until every consumer has had a commit acknowledged again (``resume``); then the committed
-offsets are read back and compared with the commits acknowledged before the kill.
+after the last restart, and not before both groups were described stable again (at most
+``CONVERGE_TIMEOUT_S`` after the kill: on a loaded machine the groups take longer than the
+interval to come back, and a kill before then would find nothing to measure), the server gets
+SIGKILL and is started again on the same data and ports. After each restart two times are
+taken from the kill: until both groups are described stable again, with every member back and
+every partition assigned once (``reconverge``), and until every consumer has had a commit
+acknowledged again (``resume``, until the next kill); then the committed offsets are read back
+and compared with the commits acknowledged before the kill.
 At the end the load stops, the server is killed once more, and every acknowledged commit and
 record is looked for. One JSON line; the exit code is 1 when anything acknowledged was lost.
 
@@ -147,13 +150,27 @@ class Soak:
     def resumed(self, since: float) -> bool:
         return self.progress.all_committed_since(self.consumers, since)
 
-    def wait_converged(self, since: float, until: float) -> tuple[float | None, float | None]:
+    def convergence_report(self, since: float) -> str:
+        """What the groups and consumers are doing now (for a window that ended unconverged):
+        each group as described, the consumers without a commit acknowledged since ``since``,
+        and the errors the load has seen."""
+        described = readback.describe_groups(self.admin, [CONSUMER_GROUP, CLASSIC_GROUP])
+        return (f"groups {described}; not committed since: "
+                f"{self.progress.not_committed_since(self.consumers, since)}; client errors "
+                f"{dict(self.errors.counts.most_common(8))}")
+
+    def wait_converged(self, since: float, until: float, settled_by: float | None = None
+                       ) -> tuple[float | None, float | None]:
         """Seconds from ``since`` to when both groups were seen stable, and to when every
-        consumer had a commit acknowledged again (None: not by ``until``); samples the
-        server's peak RSS meanwhile."""
+        consumer had a commit acknowledged again (None: not seen); waits until both were seen
+        or ``until``, with ``settled_by`` only until then once the groups were seen stable.
+        Samples the server's peak RSS meanwhile."""
         stable_s: float | None = None
         resumed_s: float | None = None
         while time.monotonic() < until and (stable_s is None or resumed_s is None):
+            if (settled_by is not None and stable_s is not None
+                    and time.monotonic() >= settled_by):
+                break
             self.outcome.max_rss_kb = max(self.outcome.max_rss_kb,
                                           server_peak_rss_kb(self.server))
             if stable_s is None and self.stable():
@@ -173,8 +190,16 @@ class Soak:
         killed_at = time.monotonic()
         self.server.restart()
         self.outcome.kills += 1
-        self.admin = readback.admin_client(self.bootstrap)
+        self.renew_admin()
         return killed_at, acked
+
+    def renew_admin(self) -> None:
+        """A new admin client for what follows a fault (librdkafka's keeps a group's
+        coordinator after NOT_COORDINATOR; one whose connection died can wait seconds before it
+        asks again); the old one is destroyed in the background (``destroy_in_background``)."""
+        old = [self.admin]
+        self.admin = readback.admin_client(self.bootstrap)
+        readback.destroy_in_background(old)
 
     def brokers(self) -> Brokers:
         url = self.server.control_url
@@ -213,8 +238,7 @@ class Soak:
             print(f"soak chaos: {fault.describe()} refused: {exc}", file=sys.stderr)
         else:
             self.outcome.faults[fault.kind] += 1
-        # a new admin client: librdkafka's keeps a group's coordinator after NOT_COORDINATOR
-        self.admin = readback.admin_client(self.bootstrap)
+        self.renew_admin()
         return fault.kind, at, acked
 
     def check_commits(self, acked: dict[CommitKey, int]) -> int:
@@ -252,11 +276,17 @@ class Soak:
                 kind, (killed_at, acked) = cluster_faults.KILL, self.kill_and_restart()
             faults += 1
             # counted from the restart, as documented: on a slow machine a restart takes
-            # seconds, which would otherwise leave the groups no time to come back
+            # seconds, which would otherwise leave the groups no time to come back; and no
+            # earlier than the groups came back (a condition, not a time: on a loaded machine
+            # the coordinator partitions alone can take seconds to load after a restart)
             next_kill = time.monotonic() + self.rng.uniform(s.min_interval_s, s.max_interval_s)
             stable_s, resumed_s = self.wait_converged(
-                killed_at, min(next_kill, killed_at + CONVERGE_TIMEOUT_S))
+                killed_at, killed_at + CONVERGE_TIMEOUT_S, settled_by=next_kill)
             self.record_convergence(stable_s, resumed_s)
+            if stable_s is None:
+                print(f"soak chaos: the groups not stable {CONVERGE_TIMEOUT_S}s after fault "
+                      f"{faults} ({kind}): {self.convergence_report(killed_at)}",
+                      file=sys.stderr)
             if kind == cluster_faults.KILL:
                 self.outcome.faults[kind] += 1
             if resumed_s is not None:
@@ -273,7 +303,7 @@ class Soak:
         self.server.start()
         self.server.wait_loaded()
         try:
-            self.admin = readback.admin_client(self.bootstrap)
+            self.renew_admin()
             from confluent_kafka.admin import NewTopic
 
             replicas = min(s.brokers, 3)
@@ -281,8 +311,8 @@ class Soak:
             self.start_load()
             started = time.monotonic()
             if None in self.wait_converged(started, started + CONVERGE_TIMEOUT_S):
-                raise RuntimeError("the groups did not form within "
-                                   f"{CONVERGE_TIMEOUT_S}s:\n{self.server.output()[-4000:]}")
+                raise RuntimeError(f"the groups did not form within {CONVERGE_TIMEOUT_S}s: "
+                                   f"{self.convergence_report(started)}")
             self.kill_loop(started + s.minutes * 60.0)
             settled = time.monotonic()  # the load catches up before it stops
             self.wait_converged(settled, settled + CONVERGE_TIMEOUT_S)
@@ -296,6 +326,8 @@ class Soak:
         finally:
             self.server.stop()
             self.server.kill()
+            admin, self.admin = [self.admin], None
+            readback.destroy_in_background(admin)
 
     def verify(self) -> dict[str, Any]:
         """A last kill, then every acknowledged commit and record looked for."""

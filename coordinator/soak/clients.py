@@ -23,6 +23,22 @@ from .journal import Journal
 
 PRODUCE_BATCH = 20
 
+REBALANCE_TIMEOUT_MS = 20000
+"""A consumer-protocol member's ``max.poll.interval.ms``, which librdkafka sends as its
+rebalance timeout: how long the coordinator waits for it to revoke partitions before it fences
+it (it then joins again). librdkafka's default, 300 s, is longer than the soak waits for its
+groups to come back (``chaos.CONVERGE_TIMEOUT_S``), and a member can be left with partitions to
+revoke that it never heard of: librdkafka gives a ConsumerGroupHeartbeat up after its heartbeat
+interval (0.5-1 s here) and sends the next one without its owned partitions, while the
+coordinator, as Kafka's, sends an assignment only in the answer to a full request or to the
+heartbeat that changed it. On a loaded machine an answer held behind an OffsetCommit's fsync on
+the same connection takes longer than that (librdkafka's log: "Timed out
+ConsumerGroupHeartbeatRequest in flight (after 1037ms) ... possibly held back by preceeding
+OffsetCommitRequest"); the revocation it carried was lost, the member stayed at its epoch
+with the partition, its successor waited for it, and the group stayed unreconciled until the
+rebalance timeout. Fencing after 20 s is the protocol's own way out, and leaves a member that
+polls every 0.1 s and commits synchronously every 0.5 s far more time than it needs."""
+
 
 @dataclass
 class Errors:
@@ -54,8 +70,12 @@ class Progress:
             self.last_commit[member] = time.monotonic()
 
     def all_committed_since(self, members: list[str], since: float) -> bool:
+        return not self.not_committed_since(members, since)
+
+    def not_committed_since(self, members: list[str], since: float) -> list[str]:
+        """The members without a commit acknowledged at or after ``since``."""
         with self._lock:
-            return all(self.last_commit.get(m, -1.0) >= since for m in members)
+            return [m for m in members if self.last_commit.get(m, -1.0) < since]
 
 
 def produce(bootstrap: str, topic: str, rate: float, journal: Journal, errors: Errors,
@@ -116,6 +136,8 @@ def consume(bootstrap: str, topic: str, group: str, protocol: str, member: str,
               "retry.backoff.max.ms": 200, "log_level": 0}
     if protocol == "classic":
         config.update({"session.timeout.ms": 6000, "heartbeat.interval.ms": 500})
+    else:
+        config["max.poll.interval.ms"] = REBALANCE_TIMEOUT_MS
     consumer = Consumer(config)
     consumer.subscribe([topic])
     consumed = False

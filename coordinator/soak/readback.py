@@ -3,6 +3,7 @@ partition assigned, the committed offsets of groups, and every record of a topic
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
 from typing import Any
 
@@ -21,6 +22,16 @@ def admin_client(bootstrap: str) -> Any:
                          "retry.backoff.max.ms": 200})
     admin.list_topics(timeout=REQUEST_TIMEOUT_S)
     return admin
+
+
+def destroy_in_background(holder: list[Any]) -> None:
+    """Destroy the clients ``holder`` holds (it must hold their only references) on a daemon
+    thread of its own, not the caller's: librdkafka's destroy can wait for ever for a broker
+    thread that does not end (seen after broker stops on a loaded machine: the soak's main
+    thread in ``Admin_dealloc``, ``rd_kafka_destroy_app`` joining the client's ``rdk:main``
+    thread, itself joining an ``rdk:broker`` thread, 14 minutes on), and such a client must
+    not stop the soak; a thread left waiting does not keep the process from exiting."""
+    threading.Thread(target=holder.clear, name="client-destroy", daemon=True).start()
 
 
 def groups_stable(admin: Any, groups: dict[str, int], partitions: int) -> bool:
@@ -44,6 +55,30 @@ def groups_stable(admin: Any, groups: dict[str, int], partitions: int) -> bool:
     except (KafkaException, TimeoutError, ValueError):
         return False
     return True
+
+
+def describe_groups(admin: Any, groups: list[str]) -> dict[str, str]:
+    """Each group as described now, in a few words (for a report): its state, its members and
+    the partitions each owns, or the error the description failed with."""
+    from confluent_kafka import KafkaException
+
+    described: dict[str, str] = {}
+    try:
+        futures = admin.describe_consumer_groups(groups, request_timeout=REQUEST_TIMEOUT_S)
+    except KafkaException as exc:
+        return {group: f"not described: {exc}" for group in groups}
+    for group in groups:
+        try:
+            description = futures[group].result(REQUEST_TIMEOUT_S)
+        except (KafkaException, TimeoutError, ValueError) as exc:
+            described[group] = f"not described: {exc!r}"
+            continue
+        owned = {member.client_id: sorted(
+            tp.partition for tp in (member.assignment.topic_partitions
+                                    if member.assignment else []))
+            for member in description.members}
+        described[group] = f"{description.state.name} {len(owned)} members {owned}"
+    return described
 
 
 def committed_offsets(admin: Any, groups: list[str], topic: str, partitions: int,

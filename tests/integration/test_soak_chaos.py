@@ -28,8 +28,8 @@ def test_a_short_chaos_soak_loses_nothing_acknowledged() -> None:
     assert result["lost_records"] == 0, (result, run.stderr[-4000:])
     assert result["duplicate_records"] == 0, result
     assert result["stored_records"] >= result["acked_records"], result
-    # after kills in the loop both groups were described stable again before the next (on a
-    # loaded machine a restart can take longer than the 1.5-2.5 s to the next kill)
+    # after kills in the loop both groups were described stable again (the next kill waits for
+    # it, at most 60 s: a window without it is a group that did not come back)
     converged = result["kills"] - 1 - result["unconverged"]  # the last kill is the final check
     assert converged >= 2 and result["reconverge_p99_s"] is not None, result
     assert result["churn_members_joined"] >= 1, result
