@@ -205,11 +205,13 @@ def churn(bootstrap: str, topic: str, group: str, name: str, seed: int, journal:
             while (not consumer.assignment() and time.monotonic() < joined_by
                    and not stop.is_set()):
                 consumer.poll(timeout_ms=100)
+            # joined once it was given partitions, even if a kill during the consume window
+            # below takes them away again before it leaves
+            if consumer.assignment():
+                progress.member_joined()
             until = time.monotonic() + rng.uniform(1.0, 4.0)
             while time.monotonic() < until and not stop.is_set():
                 consumer.poll(timeout_ms=100)
-            if consumer.assignment():
-                progress.member_joined()
             positions = {tp: consumer.position(tp, timeout_ms=2000)
                          for tp in consumer.assignment()}
             if positions:
