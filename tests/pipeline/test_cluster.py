@@ -15,7 +15,10 @@ from tests.harness import wait_until
 from tests.pipeline.compare import assert_same_outputs
 from tests.pipeline.standalone import ROOT, cluster_env, standalone_cluster
 
-pytestmark = pytest.mark.slow
+# a master, a worker and an application's JVMs, the local run beside them, then the job with
+# its own 240 s limit: at a 3x slowdown beside the rest of the suite this took 215-263 s and
+# then over pytest-timeout's 300 s; the steps bound themselves, this only catches a hang
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 
 def test_report_on_a_standalone_cluster_equals_the_local_run(
