@@ -34,6 +34,12 @@ def destroy_in_background(holder: list[Any]) -> None:
     threading.Thread(target=holder.clear, name="client-destroy", daemon=True).start()
 
 
+def _owned(member: Any) -> list[int]:
+    """The partitions a described group member owns."""
+    return [tp.partition for tp in (member.assignment.topic_partitions
+                                    if member.assignment else [])]
+
+
 def groups_stable(admin: Any, groups: dict[str, int], partitions: int) -> bool:
     """Every group stable, with its expected number of members and each of the topic's
     partitions assigned to exactly one of them."""
@@ -48,8 +54,7 @@ def groups_stable(admin: Any, groups: dict[str, int], partitions: int) -> bool:
                 return False
             if len(description.members) != members:
                 return False
-            owned = [tp.partition for member in description.members
-                     for tp in (member.assignment.topic_partitions if member.assignment else [])]
+            owned = [p for member in description.members for p in _owned(member)]
             if sorted(owned) != list(range(partitions)):
                 return False
     except (KafkaException, TimeoutError, ValueError):
@@ -73,10 +78,7 @@ def describe_groups(admin: Any, groups: list[str]) -> dict[str, str]:
         except (KafkaException, TimeoutError, ValueError) as exc:
             described[group] = f"not described: {exc!r}"
             continue
-        owned = {member.client_id: sorted(
-            tp.partition for tp in (member.assignment.topic_partitions
-                                    if member.assignment else []))
-            for member in description.members}
+        owned = {member.client_id: sorted(_owned(member)) for member in description.members}
         described[group] = f"{description.state.name} {len(owned)} members {owned}"
     return described
 
