@@ -5,6 +5,7 @@ next pushes carry and survive a restart; bad pushes on the wire get Kafka's erro
 
 from __future__ import annotations
 
+import datetime
 import threading
 import time
 import urllib.request
@@ -176,6 +177,7 @@ def test_a_subscription_changes_what_the_next_pushes_carry_and_is_durable(
 # --- bad pushes on the wire ----------------------------------------------------------------
 GET = kio_class("get_telemetry_subscriptions", 0, "request", "GetTelemetrySubscriptionsRequest")
 PUSH = kio_class("push_telemetry", 0, "request", "PushTelemetryRequest")
+NEW_INSTANCE = uuid.UUID(int=0)  # a Get with it asks the server for a client instance id
 
 
 def _payload() -> bytes:
@@ -187,16 +189,23 @@ def _payload() -> bytes:
 
 @pytest.mark.slow
 def test_bad_pushes_get_kafkas_errors() -> None:
-    config = {"telemetry.default.interval.ms": 200, "telemetry.max.bytes": 2000}
+    # A push interval (Kafka's default, 5 min) longer than any machine takes to answer two
+    # requests, so that "too early" is too early however slow the machine. Each case is a client
+    # instance of its own: a Get makes the next push acceptable (Kafka's ClientMetricsManager),
+    # so no case waits for an interval to pass.
+    config = {"telemetry.default.interval.ms": 300_000, "telemetry.max.bytes": 2000}
     with Coordinator.start(config=config) as server, \
             WireClient(server.bootstrap_servers) as wire:
-        got = wire.request(protocol.make(GET, client_instance_id=uuid.UUID(int=0)))
-        assert got.error_code == ErrorCode.none and got.requested_metrics
-        assert got.telemetry_max_bytes == 2000 and set(got.accepted_compression_types) == {
-            1, 2, 3, 4}
-        instance, sub = got.client_instance_id, got.subscription_id
+        def subscribe(instance: uuid.UUID = NEW_INSTANCE) -> Any:
+            return wire.request(protocol.make(GET, client_instance_id=instance))
 
-        def push(subscription: int = sub, compression: int = 4,
+        def fresh() -> tuple[uuid.UUID, int]:
+            got = subscribe()
+            assert got.error_code == ErrorCode.none and got.requested_metrics
+            assert got.push_interval == datetime.timedelta(minutes=5)
+            return got.client_instance_id, got.subscription_id
+
+        def push(instance: uuid.UUID, subscription: int, compression: int = 4,
                  metrics: bytes | None = None, terminating: bool = False) -> ErrorCode:
             if metrics is None:
                 metrics = zstandard.ZstdCompressor().compress(_payload())
@@ -205,22 +214,34 @@ def test_bad_pushes_get_kafkas_errors() -> None:
                 terminating=terminating, compression_type=compression, metrics=metrics))
             return ErrorCode(answer.error_code)
 
-        assert push() == ErrorCode.none
-        assert push() == ErrorCode.throttling_quota_exceeded  # too early
-        time.sleep(0.25)
-        assert push(sub + 1) == ErrorCode.unknown_subscription_id
-        time.sleep(0.25)
-        assert push(compression=9) == ErrorCode.unsupported_compression_type
-        time.sleep(0.25)
-        assert push(metrics=b"\x28\xb5\x2f\xfd corrupt") == ErrorCode.invalid_record
-        time.sleep(0.25)
-        assert push(compression=0, metrics=b"x" * 2001) == ErrorCode.telemetry_too_large
-        early = wire.request(protocol.make(GET, client_instance_id=instance))
+        got = subscribe()
+        assert got.telemetry_max_bytes == 2000 and set(got.accepted_compression_types) == {
+            1, 2, 3, 4}
+        instance, sub = got.client_instance_id, got.subscription_id
+        assert push(instance, sub) == ErrorCode.none
+        assert push(instance, sub) == ErrorCode.throttling_quota_exceeded  # too early
+        early = subscribe(instance)  # a Get too, after an accepted push
         assert early.error_code == ErrorCode.throttling_quota_exceeded
-        assert push(terminating=True) == ErrorCode.none  # even early
-        time.sleep(0.25)
-        assert push() == ErrorCode.invalid_request  # nothing after a terminating push
-        unknown = wire.request(protocol.make(PUSH, client_instance_id=uuid.UUID(int=0),
+        assert push(instance, sub, terminating=True) == ErrorCode.none  # even early
+        # nothing after a terminating push
+        assert push(instance, sub) == ErrorCode.invalid_request
+
+        instance, sub = fresh()
+        assert push(instance, sub + 1) == ErrorCode.unknown_subscription_id
+        # the client may ask again at once after an unknown subscription
+        again = subscribe(instance)
+        assert again.error_code == ErrorCode.none and again.subscription_id == sub
+
+        instance, sub = fresh()
+        assert push(instance, sub, compression=9) == ErrorCode.unsupported_compression_type
+        assert subscribe(instance).error_code == ErrorCode.none
+        instance, sub = fresh()
+        assert push(instance, sub, metrics=b"\x28\xb5\x2f\xfd corrupt") == \
+            ErrorCode.invalid_record
+        instance, sub = fresh()
+        assert push(instance, sub, compression=0, metrics=b"x" * 2001) == \
+            ErrorCode.telemetry_too_large
+        unknown = wire.request(protocol.make(PUSH, client_instance_id=NEW_INSTANCE,
                                              subscription_id=0, terminating=False,
                                              compression_type=0, metrics=b""))
         assert unknown.error_code == ErrorCode.invalid_request
