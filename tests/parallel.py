@@ -102,12 +102,13 @@ def order_units(items: list[pytest.Item], ours: tuple[str, ...] = _OURS) -> dict
 
 
 # --- in a worker -----------------------------------------------------------------------------
-def collected(config: pytest.Config, items: list[pytest.Item]) -> None:
+def collected(config: pytest.Config, items: list[pytest.Item],
+              ours: tuple[str, ...] = _OURS) -> None:
     """``pytest_collection_modifyitems``: in a worker, order the units and write them."""
     workerinput: dict[str, Any] | None = getattr(config, "workerinput", None)
     if workerinput is None or UNITS_FILE not in workerinput:
         return
-    units = order_units(items)
+    units = order_units(items, ours)
     target = Path(workerinput[UNITS_FILE])
     if target.exists():
         return
@@ -153,6 +154,41 @@ def make_scheduler(config: pytest.Config, log: Any) -> Any:
 
         def _split_scope(self, nodeid: str) -> str:
             return (self.units or {}).get(nodeid, nodeid)
+
+        def _reschedule(self, node: Any) -> None:
+            """Hand ``node`` units until it holds at least two tests. A worker runs a test only
+            once it knows the next (or is told to stop), and it is given more only when it
+            reports a test done: xdist's one unit at a time left a replacement worker given a
+            one-test unit holding it, the rest of the queue waiting for it."""
+            super()._reschedule(node)
+            while (self.workqueue and not node.shutting_down
+                   and self._pending_of(self.assigned_work[node]) < 2):
+                super()._reschedule(node)
+
+        def remove_node(self, node: Any) -> str | None:
+            """A worker is gone (done, or crashed: a client library's abort, a hang cut short
+            by the watchdog). xdist's own version puts every unit the worker was ever given
+            back in the queue, finished ones and the test that crashed included: the test
+            crashed the next worker too, and a finished unit handed to a worker sends it no
+            tests, so it never reports back and the run stalls (seen: a worker killed in a
+            hung close, then an idle replacement for ever). Here only the units with tests
+            still to run go back, without the one that crashed (xdist reports it failed)."""
+            workload = self.assigned_work.pop(node)
+            pending = [(scope, unit) for scope, unit in workload.items()
+                       if not all(unit.values())]
+            if not pending:
+                return None
+            crashed_unit = pending[0][1]  # units run in the order they were sent
+            crashitem = next(nodeid for nodeid, done in crashed_unit.items() if not done)
+            crashed_unit[crashitem] = True
+            requeue = {scope: unit for scope, unit in pending if not all(unit.values())}
+            # ahead of the units not yet handed out, as they were
+            for scope in reversed(list(requeue)):
+                self.workqueue[scope] = requeue[scope]
+                self.workqueue.move_to_end(scope, last=False)
+            for other in self.assigned_work:
+                self._reschedule(other)
+            return crashitem
 
     config.option.loadscopereorder = False  # keep order_units' order
     return UnitScheduling(config, log)

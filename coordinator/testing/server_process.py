@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from .preloaded import ROOT, ForkedServer, helper_for
 
@@ -100,7 +100,7 @@ class ServerProcess:
         wait_until(lambda: self.event("started") or self._exited(), timeout,
                    message="the server to start")
         if self._exited():
-            raise AssertionError(f"server exited with {self.proc.returncode}:\n{self.output()}")
+            self._exit_failed()
         ports = self.broker_ports()
         assert ports, "the server started without logging its listener"
         self.port = ports[min(ports)]
@@ -112,9 +112,15 @@ class ServerProcess:
         wait_until(lambda: self.event("coordinator partitions loaded") or self._exited(), timeout,
                    interval=0.005, message="the coordinator partitions to load")
         if self._exited():
-            assert self.proc is not None
-            raise AssertionError(f"server exited with {self.proc.returncode}:\n{self.output()}")
+            self._exit_failed()
         return self
+
+    def _exit_failed(self) -> NoReturn:
+        """The server exited while starting: fail with its code and all it wrote (read to the
+        end first: the drainer may still be reading what it wrote before exiting)."""
+        assert self.proc is not None
+        self._drained()
+        raise AssertionError(f"server exited with {self.proc.returncode}:\n{self.output()}")
 
     def _exited(self) -> bool:
         return self.proc is not None and self.proc.poll() is not None
