@@ -11,9 +11,10 @@ from tests import parallel
 from tests.harness import ServerProcess
 from tests.pipeline import suite_archive
 
-# tests/plugin/ and tests/docs/ run throwaway projects with pytester; pytest allows
-# pytest_plugins only in the top-level conftest
-pytest_plugins = ["pytester"]
+# tests/plugin/ and tests/docs/ run throwaway projects with pytester; tests/watchdog.py ends a
+# test hung where pytest-timeout cannot reach it. pytest allows pytest_plugins only in the
+# top-level conftest
+pytest_plugins = ["pytester", "tests.watchdog"]
 
 
 # pytest-xdist (`make test` runs `pytest -n N`): how the tests are spread over its workers

@@ -1,5 +1,5 @@
-"""The last resort against a test that hangs where pytest-timeout cannot reach it (loaded with
-``-p tests.watchdog`` from pyproject's ``addopts``).
+"""The last resort against a test that hangs where pytest-timeout cannot reach it (a plugin of
+tests/conftest.py's ``pytest_plugins``).
 
 pytest-timeout's signal method fails a test that runs past its limit by raising in the main
 thread, which Python does only between bytecodes: a main thread blocked inside a C library
