@@ -293,6 +293,15 @@ class ServerProcess:
                     return event
         return None
 
+    def wait_event(self, name: str, timeout: float = 10.0, **fields: Any) -> dict[str, Any]:
+        """:meth:`event`, waiting up to ``timeout`` s for it: the server writes its log to a
+        pipe that a thread of this process reads, so a line written before an answer can be
+        read after the client has the answer (and some, such as "connection closed", are
+        written after what the client sees)."""
+        found: dict[str, Any] = wait_until(lambda: self.event(name, **fields), timeout,
+                                           message=f"the server to log {name!r} {fields}")
+        return found
+
     def count(self, name: str) -> int:
         with self._lock:
             return sum(1 for event in self.events if event.get("event") == name)

@@ -498,8 +498,8 @@ def test_sasl_users_get_what_their_acls_allow(tmp_path: Path) -> None:
             assert error is not None and error.code() == KafkaError.GROUP_AUTHORIZATION_FAILED
         finally:
             outsider.close()
-        assert server.event("authorization denied", principal="User:alice",
-                            resource_type="GROUP", resource="other") is not None
+        server.wait_event("authorization denied", principal="User:alice",
+                          resource_type="GROUP", resource="other")
 
         # ListGroups: alice (no DESCRIBE on the cluster) sees the groups she may describe
         private = Consumer({"bootstrap.servers": server.bootstrap, "group.id": "private",

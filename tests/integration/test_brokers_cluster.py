@@ -188,8 +188,8 @@ def test_a_group_is_served_by_its_coordinator_only(cluster: ServerProcess) -> No
     assert group_error(cluster, target, group) is ErrorCode.coordinator_load_in_progress
     wait_until(lambda: group_error(cluster, target, group) is ErrorCode.none, 10,
                message="the new coordinator to load the partition")
-    assert cluster.event("coordinator moved", partition=partition_for(group, PARTITIONS),
-                         to_node=target) is not None
+    cluster.wait_event("coordinator moved", partition=partition_for(group, PARTITIONS),
+                       to_node=target)
 
 
 def test_a_partition_is_served_by_its_leader(cluster: ServerProcess) -> None:

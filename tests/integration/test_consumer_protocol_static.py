@@ -132,9 +132,10 @@ def test_static_member_restarted_within_the_session_timeout_gets_its_partitions_
             ("assign", tuple(sorted(before[victim.name])))]
         assert group.ownership() == {**{m.name: before[m.name] for m in others},
                                      restarted.name: before[victim.name]}
-        replaced = server.event("static member replaces its previous instance",
-                                group_id="comeback", instance_id="comeback-1", replaced=old_id)
-        assert replaced is not None, "the restarted instance did not replace the old one"
+        # the restarted instance replaced the old one
+        replaced = server.wait_event("static member replaces its previous instance",
+                                     group_id="comeback", instance_id="comeback-1",
+                                     replaced=old_id)
         described = _described(server, "comeback")
         assert described["comeback-1"][0] == replaced["member_id"] != old_id
         assert {instance: parts for instance, (_, parts) in described.items()} == {

@@ -275,8 +275,7 @@ def test_a_closed_connection_is_seen_and_the_client_reconnects(
                message="librdkafka to log the disconnection")
     reason = f"fault injected: close (rule {fault.id})"
     # the server logs the close once the socket is closed, so the client may see it first
-    wait_until(lambda: server.event("connection closed", reason=reason), 10,
-               message="the server to log the connection it closed")
+    server.wait_event("connection closed", reason=reason)
     assert len(fault_events(server, fault.id)) == 1 and fault.info() is None
     # and the group goes on: a commit on the new connection works
     assert not isinstance(commit(member, topic, 3), Exception)
@@ -306,9 +305,8 @@ def test_a_frozen_members_partitions_move_after_its_session_timeout(
     earliest = (SESSION_MS - HEARTBEAT_MS) / 1000 - 0.2
     assert not other.owned(before=frozen_at + earliest) & moving
     assert earliest <= moved_at - frozen_at <= SESSION_MS / 1000 + 3
-    expired = server.event("consumer group member session expired", group_id=group,
-                           member_id=frozen.member_id)
-    assert expired is not None
+    server.wait_event("consumer group member session expired", group_id=group,
+                      member_id=frozen.member_id)
     # then its held heartbeat is answered: the client learns it was fenced and rejoins
     wait_until(lambda: "lost" in frozen.kinds(frozen_at), 10, message="the frozen member to "
                "learn it lost its partitions")
@@ -401,9 +399,8 @@ def test_a_forced_rebalance_gives_a_classic_group_a_new_generation(
     assert answer["type"] == "classic" and answer["state"] == "PreparingRebalance"
     wait_until(lambda: member.kinds(since)[-2:] == ["revoke", "assign"], 15,
                message="the client to rejoin")
-    started = server.event("rebalance started", group_id=group,
-                           reason="forced by the control endpoint")
-    assert started is not None
+    started = server.wait_event("rebalance started", group_id=group,
+                                reason="forced by the control endpoint")
     completed = [e["generation"] for e in server.events_of("join phase complete")
                  if e.get("group_id") == group]
     assert completed[-1] == started["generation"] + 1

@@ -147,7 +147,8 @@ def test_structured_log_events(running: tuple[ServerProcess, str]) -> None:
     epochs = [e["group_epoch"] for e in server.events
               if e.get("event") == "bumped group epoch" and e.get("group_id") == sc.CONSUMER_GROUP]
     assert len(epochs) >= 2 and epochs == sorted(epochs)
-    installed = server.event("installed offloaded target assignment", group_id=sc.CONSUMER_GROUP)
-    assert installed is not None and installed["assign_ms"] >= 0
-    assert server.event("member joins the classic group", group_id=sc.CLASSIC_GROUP)
-    assert server.event("group stable", group_id=sc.CLASSIC_GROUP)
+    installed = server.wait_event("installed offloaded target assignment",
+                                  group_id=sc.CONSUMER_GROUP)
+    assert installed["assign_ms"] >= 0
+    server.wait_event("member joins the classic group", group_id=sc.CLASSIC_GROUP)
+    server.wait_event("group stable", group_id=sc.CLASSIC_GROUP)

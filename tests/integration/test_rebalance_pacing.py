@@ -37,8 +37,8 @@ def test_a_new_group_gets_its_first_assignment_without_a_second_heartbeat(
     # what the client takes to connect and the process pool to run the assignor: no bound of
     # ours. What issue 24 removed is the wait for a second heartbeat interval.
     assert took < HEARTBEAT_INTERVAL_MS, took
-    offloaded = serve_server.event("offloaded target assignment", group_id="paced-one")
-    assert offloaded is not None and offloaded["group_epoch"] == 2  # seed 000: epoch 2 first
+    offloaded = serve_server.wait_event("offloaded target assignment", group_id="paced-one")
+    assert offloaded["group_epoch"] == 2  # seed 000: epoch 2 first
 
 
 def test_ten_members_subscribing_at_once_share_the_first_assignment(

@@ -160,7 +160,8 @@ def test_aiokafka_consumer_group_over_sasl_ssl_plain(server: ServerProcess,
             await consumer.stop()
 
     assert asyncio.run(run()) == 11
-    assert authenticated(server, "SASL_SSL", "PLAIN", "bob")
+    wait_until(lambda: authenticated(server, "SASL_SSL", "PLAIN", "bob"), 10,
+               message="bob's login to be logged")
 
 
 # --- a wrong password ------------------------------------------------------------------------
@@ -199,8 +200,8 @@ def test_wrong_password_fails_with_each_clients_authentication_error(
     assert "SaslAuthenticationFailedError" in caplog.text
     # the server logged each failure and goes on serving others
     assert server.count("failed authentication") >= failures_before + 3
-    event = server.event("failed authentication", mechanism="SCRAM-SHA-256")
-    assert event is not None and SCRAM_FAILED in event["reason"]
+    event = server.wait_event("failed authentication", mechanism="SCRAM-SHA-256")
+    assert SCRAM_FAILED in event["reason"]
     assert server.alive()
     assert metadata_confluent(confluent_config(server, certs, "SASL_SSL", "SCRAM-SHA-256"))
 
@@ -220,8 +221,8 @@ def test_client_certificates_on_a_listener_that_requires_them(server: ServerProc
     assert metadata_confluent(confluent_config(server, certs, "MTLS")) == {1: expected}
     assert asyncio.run(metadata_aiokafka(aiokafka_config(server, certs, "MTLS"))) == [expected]
     # the principal is the certificate's subject, as Kafka's default principal builder makes it
-    login = server.event("authenticated", listener="MTLS", mechanism="SSL")
-    assert login is not None and login["principal"].startswith("User:CN=client,")
+    login = server.wait_event("authenticated", listener="MTLS", mechanism="SSL")
+    assert login["principal"].startswith("User:CN=client,")
     # without a certificate the handshake fails, and the server says so
     no_cert = {**confluent_config(server, certs, "SSL"),
                "bootstrap.servers": f"127.0.0.1:{port(server, 'MTLS')}"}

@@ -157,7 +157,7 @@ def test_eio_on_writes_is_handled_like_a_full_disk(
         assert refused <= {ErrorCode.not_coordinator, ErrorCode.coordinator_not_available,
                            ErrorCode.coordinator_load_in_progress}, refused
         assert server.alive()
-        assert server.event("coordinator fsync failed", partition=STALLED) is not None
+        server.wait_event("coordinator fsync failed", partition=STALLED)
 
         disk.heal()  # the partition takes writes again
         wait_until(lambda: wire_offset_commit(client, failing_group, {0: 30}) == {

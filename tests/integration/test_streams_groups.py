@@ -527,8 +527,7 @@ def test_killed_instance_loses_its_tasks_after_the_session_timeout(
         # the session was last renewed at most one heartbeat interval before the kill
         assert took >= (session_ms - HEARTBEAT_MS) / 1000 - 0.05, took
         assert all_moved <= (session_ms + 4 * HEARTBEAT_MS) / 1000 + 2.0, all_moved
-        assert server.event("streams group member session expired",
-                            member_id=victim.member_id) is not None
+        server.wait_event("streams group member session expired", member_id=victim.member_id)
         wait_settled(app, 3, 1, 20)
         app.check()
 
@@ -580,8 +579,8 @@ def test_member_not_revoking_within_its_rebalance_timeout_is_fenced(
     assert taken - revoking["t"] >= 1.0 - 0.05, taken - revoking["t"]
     revoked = slow.last("revoke")
     assert revoked is None or revoked["t"] > taken
-    assert server.event("streams group member did not revoke its tasks within its rebalance "
-                        "timeout", member_id=slow.member_id) is not None
+    server.wait_event("streams group member did not revoke its tasks within its rebalance "
+                      "timeout", member_id=slow.member_id)
     # its next heartbeat (still owning them) learns it is gone: it drops them and rejoins
     lost = wait_until(lambda: slow.last("lost"), 10, message="the fenced member to learn")
     assert lost["error"] == 25  # UNKNOWN_MEMBER_ID
