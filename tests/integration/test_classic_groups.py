@@ -327,8 +327,7 @@ def test_dynamic_member_killed_is_removed_after_its_session_timeout(
     victim = live.pop()
     victim.kill()
     settle(server, group, live, partitions, timeout=15)
-    session_expired = wait_until(lambda: server.event("member session expired", group_id=group),
-                                 5, message="the server to log the session expiry")
+    session_expired = server.wait_event("member session expired", 5, group_id=group)
     assert session_expired["group_id"] == group
 
 

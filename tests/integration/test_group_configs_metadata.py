@@ -178,9 +178,7 @@ def test_a_session_timeout_set_before_the_group_exists_governs_its_first_member(
                        message="the first member to own both partitions")
             member.kill()
             killed = time.monotonic()
-            wait_until(lambda: server.event("consumer group member session expired",
-                                            group_id="short"), 20, interval=0.05,
-                       message="the member's session to expire")
+            server.wait_event("consumer group member session expired", 20, group_id="short")
             took = time.monotonic() - killed
             assert 2.0 <= took < 15.0, f"expired after {took:.1f}s (the group's is 3 s)"
         finally:

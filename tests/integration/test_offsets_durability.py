@@ -357,9 +357,7 @@ def test_corruption_in_the_middle_stops_only_its_partition(servers: Servers) -> 
     segment.write_bytes(bytes(data))
 
     server = restart(servers, server)
-    failed = wait_until(lambda: server.event("coordinator partition failed to load",
-                                             partition=broken),
-                        timeout=10, message="the partition's load failure")
+    failed = server.wait_event("coordinator partition failed to load", partition=broken)
     assert "corrupt" in failed["error"] and str(segment) in failed["error"]
     assert segment.read_bytes() == bytes(data)  # nothing repaired by guessing
 

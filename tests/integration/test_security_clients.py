@@ -53,11 +53,6 @@ def server(tmp_path_factory: pytest.TempPathFactory, certs: Certs) -> Iterator[S
         yield process
 
 
-def authenticated(server: ServerProcess, listener: str, mechanism: str, user: str) -> bool:
-    return server.event("authenticated", listener=listener, mechanism=mechanism,
-                        principal=f"User:{user}") is not None
-
-
 # --- authentication: every client, mechanism and SASL listener ---------------------------------
 def metadata_confluent(config: dict[str, Any]) -> dict[int, tuple[str | None, int]]:
     brokers = AdminClient(config).list_topics(timeout=10).brokers
@@ -93,8 +88,8 @@ def test_every_client_authenticates_with_every_mechanism(
                                                               mechanism))
     assert asyncio.run(metadata_aiokafka(aiokafka_config(server, certs, listener,
                                                           mechanism))) == [expected]
-    wait_until(lambda: authenticated(server, listener, mechanism, "alice"),
-               message=f"{mechanism} logins on {listener}")
+    server.wait_event("authenticated", listener=listener, mechanism=mechanism,
+                      principal="User:alice")
 
 
 # --- a group and a commit per client ---------------------------------------------------------
@@ -160,8 +155,8 @@ def test_aiokafka_consumer_group_over_sasl_ssl_plain(server: ServerProcess,
             await consumer.stop()
 
     assert asyncio.run(run()) == 11
-    wait_until(lambda: authenticated(server, "SASL_SSL", "PLAIN", "bob"), 10,
-               message="bob's login to be logged")
+    server.wait_event("authenticated", listener="SASL_SSL", mechanism="PLAIN",
+                      principal="User:bob")
 
 
 # --- a wrong password ------------------------------------------------------------------------

@@ -40,7 +40,7 @@ def test_the_connection_over_the_per_ip_limit_is_closed(
         extra = WireClient(server.bootstrap)
         clients.append(extra)
         assert extra.is_closed()
-        wait_until(lambda: server.event("rejected connection", address="127.0.0.1"))
+        server.wait_event("rejected connection", address="127.0.0.1")
         rejected = server.event("rejected connection")
         assert rejected is not None
         assert "configured maximum of 3 connections" in rejected["reason"]

@@ -14,7 +14,7 @@ import pytest
 
 import protocol
 from protocol import ErrorCode
-from tests.harness import ServerProcess, wait_until
+from tests.harness import ServerProcess
 from tests.integration.conftest import WireClient, api_versions_v0, kio_class, metadata_request
 from tests.integration.security_setup import (
     Certs,
@@ -86,9 +86,8 @@ def test_another_request_before_authentication_closes_the_connection(
         sasl: WireClient, server: ServerProcess) -> None:
     sasl.send(metadata_request(12))
     assert no_answer_then_closed(sasl)
-    wait_until(lambda: server.event("failed authentication", reason="Unexpected Kafka request "
-                                    "of type METADATA during SASL handshake."),
-               message="the failure to be logged")
+    server.wait_event("failed authentication",
+                      reason="Unexpected Kafka request of type METADATA during SASL handshake.")
 
 
 def test_api_versions_once_then_the_handshake(sasl: WireClient) -> None:
@@ -172,8 +171,8 @@ def test_handshake_v0_then_a_bare_plain_token(sasl: WireClient, server: ServerPr
     send_token(sasl, plain("alice", "alice-secret"))
     assert sasl.recv_frame() == b""  # PLAIN's empty challenge, size-prefixed, no header
     assert sasl.request(metadata_request(12)).brokers
-    wait_until(lambda: server.event("authenticated", listener="SASL_PLAINTEXT",
-                                    mechanism="PLAIN", principal="User:alice"))
+    server.wait_event("authenticated", listener="SASL_PLAINTEXT", mechanism="PLAIN",
+                      principal="User:alice")
 
 
 def test_handshake_v0_with_a_wrong_password_closes_without_an_answer(sasl: WireClient) -> None:

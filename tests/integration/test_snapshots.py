@@ -13,7 +13,7 @@ from kafka.structs import OffsetAndMetadata
 
 from coordinator.runtime import partition_for
 from storage import snapshot
-from tests.harness import ServerProcess, wait_until
+from tests.harness import ServerProcess
 
 GROUP = "snapshotted"
 TOPIC = "orders"
@@ -59,15 +59,14 @@ def test_a_server_killed_while_writing_a_snapshot_starts_from_the_previous_one(
         admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1)])
         admin.close()
         commit_rounds(server.bootstrap, 0, 8)  # enough record bytes for a snapshot
-        wait_until(lambda: server.event("snapshot_written"), 10, message="a first snapshot")
+        server.wait_event("snapshot_written")
         [(first_end, _)] = snapshot.snapshot_files(directory)
 
         # the next snapshot is held half written: the server is killed then
         monkeypatch.setenv("COORDINATOR_SNAPSHOT_WRITE_PAUSE_MS", "60000")
         server.restart().wait_loaded()
         acked = commit_rounds(server.bootstrap, 8, 8)
-        paused = wait_until(lambda: server.event("snapshot_write_paused"), 10,
-                            message="a snapshot write in progress")
+        paused = server.wait_event("snapshot_write_paused")
         part = Path(paused["path"])
         assert part.exists() and part.name.endswith(".snapshot.part")
         acked = commit_rounds(server.bootstrap, 16, 2)  # served meanwhile, in the tail

@@ -209,8 +209,7 @@ def test_a_transaction_open_when_the_server_is_killed_is_aborted_at_its_timeout(
             assert time.monotonic() - started < 15
             # the server logs the abort before writing its markers; its output is read by a
             # thread of ours, which may not have reached that line yet
-            wait_until(lambda: server.event("aborting a transaction",
-                                            transactional_id="crash-1"), timeout=5)
+            server.wait_event("aborting a transaction", 5, transactional_id="crash-1")
             after = in_transaction(bootstrap, "crash-1")
             after.produce("crash_out", b"committed-after", partition=0)
             after.commit_transaction(10)

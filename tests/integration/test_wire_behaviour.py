@@ -148,9 +148,9 @@ def test_oversized_frame_closes_that_connection_only(shared_server: ServerProces
             assert offender.is_closed()
         # the connection that was already open still works, and so does a new one
         assert bystander.request(metadata_request(1, None)).brokers[0].node_id == 1
-        wait_until(lambda: shared_server.event("connection closed", reason=(
+        shared_server.wait_event("connection closed", reason=(
             f"frame of {MAX_BYTES + 1} bytes is larger than socket.request.max.bytes "
-            f"({MAX_BYTES})")), message="the close to be logged")
+            f"({MAX_BYTES})"))
         assert_healthy(shared_server)
     finally:
         bystander.close()
@@ -393,7 +393,6 @@ def test_server_logs_the_bad_request(shared_server: ServerProcess) -> None:
     with WireClient(shared_server.bootstrap) as client:
         client.send_raw(framed(header(3, 12, 1) + b"\xff" * 12))
         assert client.is_closed()
-    found = wait_until(lambda: shared_server.event("closing connection: bad request",
-                                                   api="Metadata", version=12),
-                       message="the bad request to be logged")
+    found = shared_server.wait_event("closing connection: bad request", api="Metadata",
+                                     version=12)
     assert found["level"] == "warning" and found["frame_head"].startswith("0003000c")

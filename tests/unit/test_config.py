@@ -12,7 +12,7 @@ from coordinator.cli import load_config
 from coordinator.config import BROKER_CONFIGS, TOPIC_CONFIGS, ConfigError, ServerConfig
 from coordinator.config.definitions import BROKER_CONFIGS_BY_NAME, TOPIC_CONFIGS_BY_NAME
 from coordinator.config.properties import parse_properties
-from tests.harness import ServerProcess, wait_until
+from tests.harness import ServerProcess
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -282,9 +282,7 @@ def test_cli_exit_code_2_on_override_without_equals() -> None:
 def test_unknown_key_is_a_warning_and_the_server_still_starts(tmp_path: Path) -> None:
     server = ServerProcess(tmp_path / "data", {"no.such.setting": "1"}).start()
     try:
-        warning = wait_until(lambda: server.event("unknown configuration key ignored",
-                                                  key="no.such.setting"),
-                             message="the unknown-key warning")
+        warning = server.wait_event("unknown configuration key ignored", key="no.such.setting")
         assert warning["level"] == "warning"
         assert server.alive()
     finally:
